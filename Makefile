@@ -1,0 +1,48 @@
+# The two commands of the README:
+#   make reproduce   set everything up, run the notebooks, write figures/ and results/
+#   make test        set up the Python environment, run the unit tests, nbval and ruff
+PYTHON  ?= python3
+PROFILE ?= paper
+VENV    := .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed-stamp
+APT_PACKAGES := chromium dataset-fashion-mnist
+
+.PHONY: setup system reproduce test lint benchmark clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[all]"
+	touch $(STAMP)
+
+# Debian packages: Chromium (static PNG figures via kaleido) and Fashion-MNIST.
+# Skipped with a message where apt is unavailable; figures are then written as HTML only.
+system:
+	@if command -v apt-get >/dev/null 2>&1; then \
+	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO="sudo"; \
+	  missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	  if [ -n "$$missing" ]; then \
+	    echo "installing Debian packages:$$missing"; \
+	    $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing \
+	      || echo "WARNING: could not install$$missing; PNG figures and Fashion-MNIST will be unavailable"; \
+	  fi; \
+	else echo "apt-get not found: skipping $(APT_PACKAGES) (figures will be HTML only)"; fi
+
+setup: $(STAMP) system
+
+reproduce: setup
+	$(PY) -m topofl_lib reproduce --profile $(PROFILE)
+
+test: $(STAMP)
+	$(PY) -m ruff check topofl_lib tests benchmarks notebooks
+	TOPOFL_OUTPUT_DIR=$(CURDIR)/build/test-output $(PY) -m pytest --nbval-lax
+
+lint: $(STAMP)
+	$(PY) -m ruff check topofl_lib tests benchmarks notebooks
+
+benchmark: $(STAMP)
+	$(PY) benchmarks/run_benchmarks.py
+
+clean:
+	rm -rf build .pytest_cache

@@ -1,0 +1,182 @@
+"""Tests of the 48-dimensional topological descriptor, its transformer and distances."""
+
+import numpy as np
+import pytest
+from scipy.stats import special_ortho_group
+
+from topofl_lib.topology import (
+    DESCRIPTOR_NAMES,
+    TopologicalDescriptor,
+    betti_curve,
+    descriptor_distances,
+    diagram_distances,
+    persistence_diagrams,
+    persistence_entropy,
+    topological_descriptor,
+)
+
+
+@pytest.fixture(scope="module")
+def cloud():
+    """150 Gaussian points in R^5."""
+    return np.random.default_rng(0).normal(size=(150, 5))
+
+
+@pytest.fixture(scope="module")
+def rotation():
+    """A random rotation of R^5."""
+    return special_ortho_group.rvs(5, random_state=1)
+
+
+def test_length_and_names(cloud):
+    """The descriptor has 48 entries and 48 names."""
+    phi = topological_descriptor(cloud, 80, random_state=0)
+    assert phi.shape == (48,)
+    assert len(DESCRIPTOR_NAMES) == 48
+    assert len(set(DESCRIPTOR_NAMES)) == 48
+    assert np.all(np.isfinite(phi))
+
+
+def test_descriptor_invariances(cloud, rotation):
+    """The descriptor is invariant to point order, rotation and translation."""
+    phi = topological_descriptor(cloud, 80, random_state=0)
+    perm = np.random.default_rng(5).permutation(cloud.shape[0])
+    shift = np.array([3.0, -7.0, 0.5, 100.0, -2.0])
+    for moved in (cloud[perm], cloud @ rotation.T, cloud + shift):
+        other = topological_descriptor(moved, 80, random_state=0)
+        np.testing.assert_allclose(other, phi, rtol=0, atol=1e-8)
+
+
+def test_transformer_invariances(cloud, rotation):
+    """TopologicalDescriptor.transform is invariant to order, rotation and translation."""
+    perm = np.random.default_rng(6).permutation(cloud.shape[0])
+    moved = [cloud, cloud[perm], cloud @ rotation.T, cloud - 4.0]
+    out = TopologicalDescriptor(n_sub=80, random_state=0).fit_transform(moved)
+    assert out.shape == (4, 48)
+    for row in out[1:]:
+        np.testing.assert_allclose(row, out[0], rtol=0, atol=1e-8)
+
+
+def test_transformer_matches_function(cloud):
+    """The transformer with an int seed gives the function's descriptor for each cloud."""
+    other = np.random.default_rng(2).normal(size=(120, 5))
+    out = TopologicalDescriptor(n_sub=80, random_state=3).fit_transform([other, cloud])
+    np.testing.assert_array_equal(out[1], topological_descriptor(cloud, 80, random_state=3))
+    np.testing.assert_array_equal(out[0], topological_descriptor(other, 80, random_state=3))
+    names = TopologicalDescriptor().get_feature_names_out()
+    assert list(names) == DESCRIPTOR_NAMES
+
+
+def test_determinism(cloud):
+    """Same random_state gives an identical descriptor; a different one changes it."""
+    a = topological_descriptor(cloud, 80, random_state=0)
+    b = topological_descriptor(cloud, 80, random_state=0)
+    c = topological_descriptor(cloud, 80, random_state=1)
+    np.testing.assert_array_equal(a, b)
+    assert not np.allclose(a, c)
+
+
+def test_two_blobs_h0_betti_curve_reaches_two():
+    """The H0 Betti curve of two far-apart blobs takes the value 2 (n_sub=None).
+
+    The H0 grid stops at the 95th percentile of the finite H0 deaths (Appendix B), so
+    it reaches the inter-blob gap only when fewer than ~5% of the deaths exceed it:
+    with 20 points the single inter-blob death is above the percentile. (With e.g. 50
+    points per blob the grid ends inside the blobs' own scale and the curve never
+    drops to 2, by construction.)
+    """
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(scale=0.5, size=(10, 2)),
+                   rng.normal(scale=0.5, size=(10, 2)) + [20.0, 0.0]])
+    h0, _ = persistence_diagrams(X)
+    assert betti_curve(h0, [5.0], n_essential=1)[0] == 2
+    phi = topological_descriptor(X, n_sub=None)
+    curve0 = phi[[i for i, n in enumerate(DESCRIPTOR_NAMES) if n.startswith("betti0_")]]
+    assert curve0.size == 20
+    assert 2.0 in curve0
+    assert curve0[0] == X.shape[0]
+
+
+def test_persistence_entropy_values():
+    """Entropy of n equal bars is log(n); of a single bar 0; of an empty diagram 0."""
+    assert persistence_entropy(np.full(7, 0.3)) == pytest.approx(np.log(7))
+    assert persistence_entropy(np.array([2.5])) == 0.0
+    assert persistence_entropy(np.array([])) == 0.0
+
+
+def test_betti_curve_known_values():
+    """Betti curve of a hand-made diagram, counting birth <= t < death."""
+    dgm = np.array([[0.0, 1.0], [0.0, 2.0], [0.5, 1.5]])
+    t = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0])
+    np.testing.assert_array_equal(betti_curve(dgm, t), [2, 3, 2, 1, 0, 0])
+    np.testing.assert_array_equal(betti_curve(dgm, t, n_essential=1), [3, 4, 3, 2, 1, 1])
+    np.testing.assert_array_equal(betti_curve(np.empty((0, 2)), t), np.zeros(6))
+
+
+def test_bad_input_nan():
+    """NaN in X raises ValueError mentioning NaN."""
+    X = np.random.default_rng(0).normal(size=(100, 3))
+    X[4, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        topological_descriptor(X, 80, random_state=0)
+
+
+@pytest.mark.parametrize("X", [np.empty((0, 3)), np.arange(10.0)])
+def test_bad_input_empty_or_1d(X):
+    """An empty cloud and a 1-D array are rejected."""
+    with pytest.raises(ValueError):
+        topological_descriptor(X)
+
+
+def test_too_few_points_strict_and_lenient():
+    """Fewer points than n_sub raise with strict=True and use all points with strict=False."""
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    with pytest.raises(ValueError, match="n_sub"):
+        topological_descriptor(X, 80, strict=True, random_state=0)
+    phi = topological_descriptor(X, 80, strict=False, random_state=0)
+    np.testing.assert_array_equal(phi, topological_descriptor(X, None))
+    assert phi.shape == (48,)
+
+
+def test_unknown_method():
+    """An unknown persistence method raises ValueError mentioning 'method'."""
+    X = np.random.default_rng(0).normal(size=(100, 3))
+    with pytest.raises(ValueError, match="method"):
+        topological_descriptor(X, 80, method="cech", random_state=0)
+
+
+def test_transformer_bad_input():
+    """Dimension mismatch, unfitted transform and a bare 2-D array are rejected."""
+    rng = np.random.default_rng(0)
+    clouds3 = [rng.normal(size=(90, 3)), rng.normal(size=(100, 3))]
+    clouds4 = [rng.normal(size=(90, 4))]
+    with pytest.raises(ValueError, match="features"):
+        TopologicalDescriptor(random_state=0).fit(clouds3).transform(clouds4)
+    with pytest.raises(ValueError, match="fit"):
+        TopologicalDescriptor(random_state=0).transform(clouds3)
+    with pytest.raises(TypeError):
+        TopologicalDescriptor(random_state=0).fit(clouds3[0])
+
+
+def test_descriptor_distances_properties():
+    """Descriptor distances are symmetric, zero on the diagonal and scale invariant."""
+    Phi = np.abs(np.random.default_rng(0).normal(size=(6, 48)))
+    D = descriptor_distances(Phi)
+    assert D.shape == (6, 6)
+    np.testing.assert_allclose(D, D.T)
+    np.testing.assert_allclose(np.diag(D), 0.0, atol=1e-12)
+    assert np.all(D[~np.eye(6, dtype=bool)] > 0)
+    scaled = Phi.copy()
+    scaled[2] *= 17.5
+    np.testing.assert_allclose(descriptor_distances(scaled), D, atol=1e-12)
+
+
+def test_diagram_distances_properties():
+    """Wasserstein distances: identical diagrams at 0, symmetric, positive otherwise."""
+    rng = np.random.default_rng(0)
+    dgms = [persistence_diagrams(rng.normal(size=(25, 2))) for _ in range(3)]
+    D = diagram_distances([dgms[0], dgms[1], dgms[0], dgms[2]])
+    np.testing.assert_allclose(D, D.T)
+    np.testing.assert_allclose(np.diag(D), 0.0)
+    assert D[0, 2] == pytest.approx(0.0, abs=1e-12)
+    assert D[0, 1] > 0 and D[1, 3] > 0

@@ -1,0 +1,136 @@
+"""Tests of the claims table, the experiment statistics and the reproduce command."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from topofl_lib.experiments import paired_differences, summarise
+from topofl_lib.reproduce import check_parameters, reproduce
+from topofl_lib.results import (
+    CLAIM_COLUMNS,
+    claim_rows,
+    collect_claims,
+    comparison_markdown,
+    load_paper_claims,
+    write_claims,
+)
+
+CID = "ptopofl.t1.hc.auc.fedavg"
+
+
+def test_claim_rows_statistics():
+    """claim_rows reports the mean, sample std (ddof=1) and seed count."""
+    rows = claim_rows({CID: [0.7, 0.8]}, "quick")
+    assert list(rows.columns) == CLAIM_COLUMNS
+    row = rows.iloc[0]
+    assert row["id"] == CID
+    assert row["measured_mean"] == pytest.approx(0.75)
+    assert row["measured_std"] == pytest.approx(np.sqrt(0.005))
+    assert row["measured_std"] == pytest.approx(0.0707, abs=1e-4)
+    assert row["n_seeds"] == 2
+    assert row["profile"] == "quick"
+
+
+def test_claim_rows_single_seed_std_zero():
+    """With one seed the std is reported as 0."""
+    assert claim_rows({CID: [0.8]}, "quick").iloc[0]["measured_std"] == 0.0
+
+
+def test_claim_rows_unknown_id():
+    """An id that is not in the claims table raises ValueError."""
+    with pytest.raises(ValueError, match="unknown claim id"):
+        claim_rows({"ptopofl.t1.hc.auc.fedfoo": [0.7]}, "quick")
+
+
+def test_write_and_collect_round_trip(tmp_path):
+    """Rows written per notebook are merged back, in claims-table order."""
+    later = "ptopofl.t1.bm.auc.ptopofl"
+    write_claims(claim_rows({later: [0.9, 0.91, 0.92]}, "quick"), tmp_path, "b")
+    path = write_claims(claim_rows({CID: [0.7, 0.8]}, "quick"), tmp_path, "a")
+    assert path == tmp_path / "claims" / "a.csv"
+    merged = collect_claims(tmp_path)
+    order = list(load_paper_claims().index)
+    assert list(merged["id"]) == sorted([CID, later], key=order.index)
+    got = merged.set_index("id")
+    assert got.loc[CID, "measured_mean"] == pytest.approx(0.75)
+    assert got.loc[CID, "measured_std"] == pytest.approx(np.sqrt(0.005), rel=1e-5)
+    assert got.loc[later, "n_seeds"] == 3
+    assert got.loc[later, "profile"] == "quick"
+
+
+def test_collect_claims_empty(tmp_path):
+    """An empty results folder gives an empty table with the claim columns."""
+    assert list(collect_claims(tmp_path).columns) == CLAIM_COLUMNS
+    assert len(collect_claims(tmp_path)) == 0
+
+
+def test_comparison_markdown_contains_paper_value():
+    """The Markdown table shows the paper's value (0.79) for the FedAvg AUC claim."""
+    md = comparison_markdown(claim_rows({CID: [0.7, 0.8]}, "quick"))
+    line = next(ln for ln in md.splitlines() if CID in ln)
+    assert "| 0.79 |" in line
+    assert "0.75" in line
+
+
+def test_check_parameters():
+    """Valid notebook parameters pass; bad ones raise errors naming the parameter."""
+    check_parameters("quick", 3, 15)
+    check_parameters("paper", 20, 15)
+    with pytest.raises(ValueError, match="profile"):
+        check_parameters("fast", 3, 15)
+    with pytest.raises(TypeError, match="n_seeds"):
+        check_parameters("quick", "3", 15)
+    with pytest.raises(ValueError, match="n_seeds"):
+        check_parameters("quick", 0, 15)
+    with pytest.raises(ValueError, match="n_rounds"):
+        check_parameters("quick", 3, 0)
+
+
+def test_reproduce_rejects_unknown_notebook(tmp_path):
+    """reproduce fails before executing anything when a notebook name is unknown."""
+    with pytest.raises(ValueError, match="nope"):
+        reproduce("quick", only=["nope"], output_dir=tmp_path)
+    with pytest.raises(ValueError, match="profile"):
+        reproduce("fast", output_dir=tmp_path)
+    assert not (tmp_path / "build").exists()
+
+
+@pytest.fixture
+def final():
+    """A hand-made final table: A beats B on two of three seeds, C ties A everywhere."""
+    a = [0.80, 0.90, 0.70]
+    b = [0.70, 0.85, 0.75]
+    rows = [{"scenario": "benchmark", "method": m, "seed": s, "auc": v,
+             "accuracy": 0.5, "convergence_round": 3}
+            for m, vals in (("A", a), ("B", b), ("C", a)) for s, v in enumerate(vals)]
+    return pd.DataFrame(rows)
+
+
+def test_summarise_known_values(final):
+    """summarise gives per-method means, sample std, t intervals and seed counts."""
+    s = summarise(final, "auc")
+    assert list(s.index) == ["A", "B", "C"]
+    assert s.loc["A", "mean"] == pytest.approx(0.8)
+    assert s.loc["A", "std"] == pytest.approx(0.1)
+    assert s.loc["B", "mean"] == pytest.approx(0.7666666667)
+    assert s.loc["A", "n_seeds"] == 3
+    half = 4.302652729911275 * 0.1 / np.sqrt(3)  # t_{0.975, 2}
+    assert s.loc["A", "ci_low"] == pytest.approx(0.8 - half)
+    assert s.loc["A", "ci_high"] == pytest.approx(0.8 + half)
+    with pytest.raises(ValueError, match="metric"):
+        summarise(final, "f1")
+
+
+def test_paired_differences_known_values(final):
+    """paired_differences gives mean differences, wins and NaN p for all-zero diffs."""
+    p = paired_differences(final, reference="A", metric="auc")
+    assert list(p.index) == ["B", "C"]
+    assert p.loc["B", "mean_diff"] == pytest.approx((0.10 + 0.05 - 0.05) / 3)
+    assert p.loc["B", "wins"] == 2
+    assert p.loc["B", "n_seeds"] == 3
+    assert 0 < p.loc["B", "p_wilcoxon"] <= 1
+    assert p.loc["C", "mean_diff"] == 0.0
+    assert p.loc["C", "wins"] == 0
+    assert np.isnan(p.loc["C", "p_wilcoxon"])
+    with pytest.raises(ValueError, match="reference"):
+        paired_differences(final, reference="pTopoFL")

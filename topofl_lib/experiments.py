@@ -1,0 +1,247 @@
+"""Multi-seed experiment runners and their statistics.
+
+Every method sees the same scenario realisation within a seed (scenario and method
+are both seeded with it), so per-seed differences between methods are *paired*:
+:func:`paired_differences` reports their mean, a t confidence interval and a
+Wilcoxon signed-rank p-value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from tqdm.auto import tqdm
+
+from ._validation import check_int
+from .data.scenarios import make_scenario
+from .federated import METHODS, convergence_round, make_method
+
+__all__ = [
+    "ComparisonResult",
+    "clustering_diagnostics",
+    "paired_differences",
+    "run_comparison",
+    "summarise",
+    "table1",
+]
+
+METRICS = ("auc", "accuracy", "convergence_round")
+
+
+class ComparisonResult:
+    """Per-round curves and final metrics of a multi-seed comparison.
+
+    Attributes
+    ----------
+    curves : pandas.DataFrame
+        Columns ``scenario, method, seed, round, auc, accuracy`` (rounds are 1-based).
+    final : pandas.DataFrame
+        Columns ``scenario, method, seed, auc, accuracy, convergence_round``: the
+        last round's metrics and the first round reaching 95% of the final AUC.
+    models : dict
+        ``(method, seed) -> fitted estimator`` (kept only if ``keep_models``).
+    """
+
+    def __init__(self, curves: pd.DataFrame, final: pd.DataFrame, models: dict):
+        self.curves = curves
+        self.final = final
+        self.models = models
+
+    def summary(self, metric: str = "auc") -> pd.DataFrame:
+        """Mean, std and 95% CI per method; see :func:`summarise`."""
+        return summarise(self.final, metric)
+
+    def paired(self, reference: str = "pTopoFL", metric: str = "auc") -> pd.DataFrame:
+        """Paired differences ``reference - baseline``; see :func:`paired_differences`."""
+        return paired_differences(self.final, reference, metric)
+
+
+def _check_seeds(seeds) -> list[int]:
+    if isinstance(seeds, (int, np.integer)):
+        raise TypeError(f"seeds must be an iterable of ints such as range(10), got {seeds!r}")
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds is empty; give at least one seed")
+    return [check_int(s, "seed", low=0) for s in seeds]
+
+
+def _check_methods(methods) -> list[str]:
+    methods = list(METHODS) if methods is None else list(methods)
+    if not methods:
+        raise ValueError("methods is empty")
+    for m in methods:
+        if m not in METHODS:
+            raise ValueError(f"unknown method {m!r}; expected one of {list(METHODS)}")
+    return methods
+
+
+def run_comparison(
+    scenario: str,
+    seeds: Iterable[int] = range(10),
+    methods: Sequence[str] | None = None,
+    n_rounds: int = 15,
+    scenario_params: dict | None = None,
+    method_params: dict | None = None,
+    keep_models: bool = False,
+    progress: bool = True,
+) -> ComparisonResult:
+    """Run every method on ``scenario`` for each seed.
+
+    Parameters
+    ----------
+    scenario : {"healthcare", "benchmark"}
+        Scenario generator (:func:`topofl_lib.data.make_scenario`).
+    seeds : iterable of int
+        One scenario realisation and one method seed per entry.
+    methods : sequence of str, optional
+        Names from :data:`topofl_lib.federated.METHODS` (default: all five).
+    n_rounds : int
+        Communication rounds.
+    scenario_params : dict, optional
+        Extra keyword arguments of the scenario generator.
+    method_params : dict, optional
+        ``{method name: {param: value}}`` overrides.
+    keep_models : bool
+        Keep the fitted estimators in the result.
+    progress : bool
+        Show a tqdm progress bar.
+    """
+    seeds = _check_seeds(seeds)
+    methods = _check_methods(methods)
+    check_int(n_rounds, "n_rounds", low=1)
+    scenario_params = dict(scenario_params or {})
+    method_params = dict(method_params or {})
+    for name in method_params:
+        _check_methods([name])
+    curves, final, models = [], [], {}
+    bar = tqdm(total=len(seeds) * len(methods), desc=f"{scenario}", disable=not progress)
+    for seed in seeds:
+        data = make_scenario(scenario, random_state=seed, **scenario_params)
+        for name in methods:
+            params = {"n_rounds": n_rounds, "random_state": seed, **method_params.get(name, {})}
+            est = make_method(name, **params).fit(data)
+            auc, acc = est.history_["auc"], est.history_["accuracy"]
+            rounds = np.arange(1, auc.size + 1)
+            curves.append(pd.DataFrame({
+                "scenario": scenario, "method": name, "seed": seed, "round": rounds,
+                "auc": auc, "accuracy": acc,
+            }))
+            final.append({
+                "scenario": scenario, "method": name, "seed": seed, "auc": auc[-1],
+                "accuracy": acc[-1], "convergence_round": convergence_round(auc),
+            })
+            if keep_models:
+                models[(name, seed)] = est
+            bar.update()
+    bar.close()
+    return ComparisonResult(pd.concat(curves, ignore_index=True), pd.DataFrame(final), models)
+
+
+def _ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    n = values.size
+    if n < 2:
+        return float("nan"), float("nan")
+    half = stats.t.ppf(0.5 + level / 2, n - 1) * values.std(ddof=1) / np.sqrt(n)
+    return float(values.mean() - half), float(values.mean() + half)
+
+
+def summarise(final: pd.DataFrame, metric: str = "auc") -> pd.DataFrame:
+    """Per method: ``mean``, ``std`` (ddof=1), 95% t-interval, ``n_seeds``.
+
+    The interval is in ``ci_low``/``ci_high``.
+    """
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; expected one of {list(METRICS)}")
+    rows = []
+    for method, g in final.groupby("method", sort=False):
+        v = g[metric].to_numpy(dtype=np.float64)
+        lo, hi = _ci(v)
+        rows.append({"method": method, "mean": v.mean(),
+                     "std": v.std(ddof=1) if v.size > 1 else 0.0,
+                     "ci_low": lo, "ci_high": hi, "n_seeds": v.size})
+    return pd.DataFrame(rows).set_index("method")
+
+
+def paired_differences(final: pd.DataFrame, reference: str = "pTopoFL",
+                       metric: str = "auc") -> pd.DataFrame:
+    """Per-seed paired differences ``reference - method`` for every other method.
+
+    Columns: ``mean_diff``, 95% t-interval ``ci_low``/``ci_high``, ``wins`` (seeds where
+    the reference is strictly better), ``n_seeds``, and the two-sided Wilcoxon
+    signed-rank ``p_wilcoxon`` (NaN when every difference is zero or n < 2).
+    """
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; expected one of {list(METRICS)}")
+    wide = final.pivot(index="seed", columns="method", values=metric)
+    if reference not in wide:
+        raise ValueError(f"reference method {reference!r} is not in the results")
+    rows = []
+    for method in wide.columns:
+        if method == reference:
+            continue
+        d = (wide[reference] - wide[method]).dropna().to_numpy(dtype=np.float64)
+        lo, hi = _ci(d)
+        p = float("nan")
+        if d.size >= 2 and np.any(d != 0):
+            p = float(stats.wilcoxon(d).pvalue)
+        rows.append({"method": method, "mean_diff": d.mean(), "ci_low": lo, "ci_high": hi,
+                     "wins": int((d > 0).sum()), "n_seeds": d.size, "p_wilcoxon": p})
+    return pd.DataFrame(rows).set_index("method")
+
+
+def clustering_diagnostics(result: ComparisonResult) -> pd.DataFrame:
+    """What pTopoFL's round-0 server step found, per seed (needs ``keep_models=True``).
+
+    Columns: ``ari_latent_groups`` (adjusted Rand index between the topology clusters
+    and the generator's latent client types; NaN when the generator has a single type),
+    ``adversarial_trust`` (mean trust weight
+    of adversarial clients, NaN if none), ``honest_trust`` (mean over honest clients),
+    ``flagged_adversarial`` and ``flagged_honest`` (clients with z > tau).
+    """
+    from sklearn.metrics import adjusted_rand_score
+
+    rows = []
+    for (name, seed), est in sorted(result.models.items(), key=lambda kv: kv[0][1]):
+        if name != "pTopoFL":
+            continue
+        scen = est._scenario
+        groups = np.array([c.group for c in scen.clients])
+        adv = ~scen.honest
+        flagged = est.z_scores_ > est.tau
+        rows.append({
+            "seed": seed,
+            "ari_latent_groups": (adjusted_rand_score(groups, est.labels_)
+                                  if np.unique(groups).size > 1 else np.nan),
+            "adversarial_trust": est.trust_[adv].mean() if adv.any() else np.nan,
+            "honest_trust": est.trust_[~adv].mean(),
+            "flagged_adversarial": int((flagged & adv).sum()),
+            "flagged_honest": int((flagged & ~adv).sum()),
+        })
+    if not rows:
+        raise ValueError("no fitted pTopoFL models in the result; run with keep_models=True")
+    return pd.DataFrame(rows).set_index("seed")
+
+
+def table1(result: ComparisonResult) -> pd.DataFrame:
+    """Table 1 for one scenario: ours (mean ± sd, 95% CI) next to the paper's values."""
+    from .results import load_paper_claims, table1_claim_values
+
+    paper = load_paper_claims()["value"]
+    ids = table1_claim_values(result.final)
+    scen = result.final["scenario"].iloc[0]
+    rows = []
+    for metric, key in (("auc", "auc"), ("accuracy", "acc"), ("convergence_round", "conv")):
+        s = result.summary(metric)
+        for method, r in s.iterrows():
+            cid = next((c for c in ids if c.endswith(f".{key}." + method.lower())), None)
+            rows.append({
+                "scenario": scen, "metric": metric, "method": method,
+                "ours": f"{r['mean']:.3f} ± {r['std']:.3f}",
+                "95% CI": f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]",
+                "paper": paper.get(cid, np.nan) if cid else np.nan,
+                "seeds": int(r["n_seeds"]),
+            })
+    return pd.DataFrame(rows).set_index(["metric", "method"])

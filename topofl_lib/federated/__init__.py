@@ -1,0 +1,47 @@
+"""Federated algorithms over logistic-regression clients, and the pTopoFL server rules."""
+
+from .aggregation import (
+    blend_clusters,
+    cluster_clients,
+    cluster_models,
+    intra_cluster_weights,
+    trust_weights,
+)
+from .base import FederatedAlgorithm
+from .fedavg import FedAvg, FedProx
+from .metrics import accuracy, convergence_round, roc_auc
+from .pfedme import PFedMe
+from .ptopofl import PTopoFL
+from .scaffold import Scaffold
+
+#: Registry of algorithm names (as printed in the paper) to classes.
+METHODS: dict[str, type[FederatedAlgorithm]] = {
+    cls.name: cls for cls in (PTopoFL, FedAvg, FedProx, Scaffold, PFedMe)
+}
+
+
+def make_method(name: str, **params) -> FederatedAlgorithm:
+    """Instantiate an algorithm by its name (``"pTopoFL"``, ``"FedAvg"``, ...)."""
+    if name not in METHODS:
+        raise ValueError(f"unknown method {name!r}; expected one of {list(METHODS)}")
+    return METHODS[name](**params)
+
+
+__all__ = [
+    "METHODS",
+    "FedAvg",
+    "FedProx",
+    "FederatedAlgorithm",
+    "PFedMe",
+    "PTopoFL",
+    "Scaffold",
+    "accuracy",
+    "blend_clusters",
+    "cluster_clients",
+    "cluster_models",
+    "convergence_round",
+    "intra_cluster_weights",
+    "make_method",
+    "roc_auc",
+    "trust_weights",
+]

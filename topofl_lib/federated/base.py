@@ -1,0 +1,132 @@
+"""The federated round loop shared by every algorithm.
+
+An algorithm is a scikit-learn style estimator whose ``fit`` takes a
+:class:`~topofl_lib.data.FederatedScenario`. Subclasses implement three hooks:
+
+* ``_setup(K, dim)``: create the server state before round 1;
+* ``_round(r)``: one communication round (client updates, then aggregation);
+* ``_client_model(k)``: the model client ``k`` deploys (global or personalised).
+
+The base class owns validation, seeding, the per-client data, per-round evaluation
+and the recorded history, so the algorithms contain only what differs between them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from .._validation import check_int, check_random_state, check_real
+from ..data.scenarios import FederatedScenario
+from .local import add_bias, local_sgd, predict_proba
+from .metrics import accuracy, roc_auc
+
+__all__ = ["FederatedAlgorithm"]
+
+
+class FederatedAlgorithm(BaseEstimator):
+    """Base class; see the module docstring.
+
+    Common parameters
+    -----------------
+    n_rounds : int
+        Communication rounds (paper: 15 for Scenarios A/B).
+    lr : float
+        Client SGD learning rate.
+    local_epochs : int
+        Local passes over the client's training data per round.
+    batch_size : int
+        Mini-batch size of the local SGD.
+    C : float
+        Inverse L2 regularisation strength (paper Table 3: 1.0).
+    random_state : None or int
+        Seeds every random choice of the run (mini-batch orders, subsamples).
+
+    Attributes
+    ----------
+    history_ : dict of ndarray
+        ``"auc"`` and ``"accuracy"`` of shape (n_rounds,): mean over honest clients
+        after each round; ``"client_auc"`` of shape (n_rounds, n_clients).
+    n_clients_ : int
+    """
+
+    name = "base"
+
+    def _validate_common(self) -> None:
+        check_int(self.n_rounds, "n_rounds", low=1)
+        check_real(self.lr, "lr", low=0.0, low_open=True)
+        check_int(self.local_epochs, "local_epochs", low=1)
+        check_int(self.batch_size, "batch_size", low=1)
+        check_real(self.C, "C", low=0.0, low_open=True)
+        check_random_state(self.random_state)
+
+    def _validate_params(self) -> None:  # extended by subclasses
+        self._validate_common()
+
+    # -- data ------------------------------------------------------------------
+    def _features(self, k: int, X: np.ndarray) -> np.ndarray:
+        """Client ``k``'s model input for raw features ``X`` (identity by default)."""
+        return X
+
+    def _train(self, k: int, w0: np.ndarray, extra=None) -> tuple[np.ndarray, int]:
+        return local_sgd(
+            w0, self._Xb[k], self._y[k], lr=self.lr, epochs=self.local_epochs,
+            batch_size=self.batch_size, l2=1.0 / (self.C * self._n[k]), rng=self._rng,
+            extra=extra,
+        )
+
+    # -- loop --------------------------------------------------------------------
+    def fit(self, scenario: FederatedScenario):
+        """Run ``n_rounds`` rounds on ``scenario`` and record per-round metrics."""
+        if not isinstance(scenario, FederatedScenario):
+            raise TypeError(
+                f"scenario must be a FederatedScenario, got {type(scenario).__name__}"
+            )
+        self._validate_params()
+        self._rng = check_random_state(self.random_state)
+        clients = scenario.clients
+        K = len(clients)
+        self.n_clients_ = K
+        self._scenario = scenario
+        self._prepare(scenario)
+        self._Xb = [add_bias(self._features(k, c.X_train)) for k, c in enumerate(clients)]
+        self._y = [c.y_train.astype(np.float64) for c in clients]
+        self._n = np.array([c.n_train for c in clients], dtype=np.float64)
+        self._setup(K, self._Xb[0].shape[1])
+        honest = np.flatnonzero(scenario.honest)
+        tests = [(self._features(k, clients[k].X_test), clients[k].y_test) for k in range(K)]
+        client_auc = np.full((self.n_rounds, K), np.nan)
+        client_acc = np.full((self.n_rounds, K), np.nan)
+        for r in range(self.n_rounds):
+            self._round(r)
+            for k in range(K):
+                p = predict_proba(self._client_model(k), tests[k][0])
+                client_auc[r, k] = roc_auc(tests[k][1], p)
+                client_acc[r, k] = accuracy(tests[k][1], p)
+        self.history_ = {
+            "auc": np.nanmean(client_auc[:, honest], axis=1),
+            "accuracy": np.nanmean(client_acc[:, honest], axis=1),
+            "client_auc": client_auc,
+            "client_accuracy": client_acc,
+        }
+        return self
+
+    def _prepare(self, scenario: FederatedScenario) -> None:
+        """Hook run before the features are built (pTopoFL computes descriptors here)."""
+
+    def predict_proba(self, X, client: int = 0) -> np.ndarray:
+        """P(y = 1) for raw features ``X`` under the model deployed by ``client``."""
+        if not hasattr(self, "history_"):
+            raise ValueError(f"this {type(self).__name__} is not fitted yet; call fit first")
+        check_int(client, "client", low=0, high=self.n_clients_ - 1)
+        X = np.asarray(X, dtype=np.float64)
+        return predict_proba(self._client_model(client), self._features(client, X))
+
+    def _setup(self, K: int, dim: int) -> None:
+        raise NotImplementedError
+
+    def _round(self, r: int) -> None:
+        raise NotImplementedError
+
+    def _client_model(self, k: int) -> np.ndarray:
+        raise NotImplementedError

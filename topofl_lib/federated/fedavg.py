@@ -1,0 +1,68 @@
+"""FedAvg (McMahan et al., 2017) and FedProx (Li et al., 2020)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_real
+from .base import FederatedAlgorithm
+
+__all__ = ["FedAvg", "FedProx"]
+
+
+class FedAvg(FederatedAlgorithm):
+    """Data-volume weighted average of locally trained models.
+
+    Each round every client runs local SGD from the global model ``w``; the server sets
+    ``w = sum_k n_k w_k / sum_k n_k``. See :class:`FederatedAlgorithm` for parameters.
+    """
+
+    name = "FedAvg"
+
+    def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
+                 random_state=None):
+        self.n_rounds = n_rounds
+        self.lr = lr
+        self.local_epochs = local_epochs
+        self.batch_size = batch_size
+        self.C = C
+        self.random_state = random_state
+
+    def _setup(self, K, dim):
+        self.coef_ = np.zeros(dim)
+
+    def _extra(self, k):
+        return None
+
+    def _round(self, r):
+        w = self.coef_
+        local = np.array([self._train(k, w, self._extra(k))[0] for k in range(self.n_clients_)])
+        self.coef_ = self._n @ local / self._n.sum()
+
+    def _client_model(self, k):
+        return self.coef_
+
+
+class FedProx(FedAvg):
+    r"""FedAvg with the proximal local objective :math:`F_k(w) + \frac{\mu}{2}\|w - w_g\|^2`.
+
+    Parameters
+    ----------
+    mu : float, default=0.1
+        Proximal strength (paper Sec. 4.1: 0.1).
+    """
+
+    name = "FedProx"
+
+    def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
+                 mu=0.1, random_state=None):
+        super().__init__(n_rounds, lr, local_epochs, batch_size, C, random_state)
+        self.mu = mu
+
+    def _validate_params(self):
+        super()._validate_params()
+        check_real(self.mu, "mu", low=0.0)
+
+    def _extra(self, k):
+        anchor = self.coef_.copy()
+        return lambda w: self.mu * (w - anchor)

@@ -1,0 +1,59 @@
+r"""SCAFFOLD (Karimireddy et al., 2020), full participation, option II control variates.
+
+Client ``k`` corrects every stochastic gradient by :math:`c - c_k`; after its
+:math:`s_k` local steps it sets
+:math:`c_k^+ = c_k - c + (w - w_k)/(s_k \eta)`. The server moves
+:math:`w \leftarrow w + \eta_g \frac1K\sum_k (w_k - w)` and
+:math:`c \leftarrow c + \frac1K\sum_k (c_k^+ - c_k)`. Starting from zeros, the server
+variate therefore always equals the mean of the client variates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_real
+from .base import FederatedAlgorithm
+
+__all__ = ["Scaffold"]
+
+
+class Scaffold(FederatedAlgorithm):
+    """SCAFFOLD with server learning rate ``server_lr`` (default 1)."""
+
+    name = "SCAFFOLD"
+
+    def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
+                 server_lr=1.0, random_state=None):
+        self.n_rounds = n_rounds
+        self.lr = lr
+        self.local_epochs = local_epochs
+        self.batch_size = batch_size
+        self.C = C
+        self.server_lr = server_lr
+        self.random_state = random_state
+
+    def _validate_params(self):
+        super()._validate_params()
+        check_real(self.server_lr, "server_lr", low=0.0, low_open=True)
+
+    def _setup(self, K, dim):
+        self.coef_ = np.zeros(dim)
+        self.control_ = np.zeros(dim)
+        self.client_controls_ = np.zeros((K, dim))
+
+    def _round(self, r):
+        w, c = self.coef_, self.control_
+        K = self.n_clients_
+        local = np.empty((K, w.size))
+        new_controls = np.empty_like(self.client_controls_)
+        for k in range(K):
+            correction = c - self.client_controls_[k]
+            local[k], steps = self._train(k, w, lambda _w, cc=correction: cc)
+            new_controls[k] = self.client_controls_[k] - c + (w - local[k]) / (steps * self.lr)
+        self.coef_ = w + self.server_lr * (local - w).mean(axis=0)
+        self.control_ = c + (new_controls - self.client_controls_).mean(axis=0)
+        self.client_controls_ = new_controls
+
+    def _client_model(self, k):
+        return self.coef_

@@ -1,0 +1,130 @@
+"""The papers' claims, our measurements of them, and the comparison table.
+
+The package carries its own copy of the claims table (``paper_claims.csv``: id,
+paper, experiment, setting, method, metric, value, source). A notebook turns its
+per-seed measurements into rows ``id, measured_mean, measured_std, n_seeds, profile``
+with :func:`claim_rows` and writes them with :func:`write_claims`; the reproduce
+command merges every notebook's rows (:func:`collect_claims`) into
+``results/claims.csv`` and renders ``results/comparison.md``
+(:func:`comparison_markdown`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "CLAIM_COLUMNS",
+    "claim_rows",
+    "collect_claims",
+    "compare_with_paper",
+    "comparison_markdown",
+    "load_paper_claims",
+    "table1_claim_values",
+    "write_claims",
+]
+
+CLAIM_COLUMNS = ["id", "measured_mean", "measured_std", "n_seeds", "profile"]
+
+#: Claim-id spelling of each method name.
+METHOD_KEYS = {"pTopoFL": "ptopofl", "FedAvg": "fedavg", "FedProx": "fedprox",
+               "SCAFFOLD": "scaffold", "pFedMe": "pfedme"}
+SCENARIO_KEYS = {"healthcare": "hc", "benchmark": "bm"}
+METRIC_KEYS = {"auc": "auc", "accuracy": "acc", "convergence_round": "conv"}
+
+
+def load_paper_claims() -> pd.DataFrame:
+    """The papers' numbers, indexed by claim id."""
+    with resources.files("topofl_lib").joinpath("paper_claims.csv").open() as fh:
+        return pd.read_csv(fh).set_index("id")
+
+
+def claim_rows(values: Mapping[str, np.ndarray], profile: str) -> pd.DataFrame:
+    """Rows of ``claims.csv`` from per-seed measurements ``{claim id: values}``.
+
+    Raises ``ValueError`` for an id that is not in the claims table, so a typo cannot
+    silently drop a measurement.
+    """
+    known = load_paper_claims().index
+    rows = []
+    for cid, v in values.items():
+        if cid not in known:
+            raise ValueError(f"unknown claim id {cid!r}; see topofl_lib/paper_claims.csv")
+        v = np.asarray(v, dtype=np.float64).ravel()
+        rows.append({"id": cid, "measured_mean": v.mean(),
+                     "measured_std": v.std(ddof=1) if v.size > 1 else 0.0,
+                     "n_seeds": v.size, "profile": profile})
+    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
+
+
+def table1_claim_values(final: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Map a :class:`~topofl_lib.experiments.ComparisonResult` ``final`` table to Table 1 ids.
+
+    Only ids present in the claims table are returned.
+    """
+    known = set(load_paper_claims().index)
+    out = {}
+    for (scenario, method), g in final.groupby(["scenario", "method"]):
+        for metric, key in METRIC_KEYS.items():
+            cid = f"ptopofl.t1.{SCENARIO_KEYS[scenario]}.{key}.{METHOD_KEYS[method]}"
+            if cid in known:
+                out[cid] = g.sort_values("seed")[metric].to_numpy(dtype=np.float64)
+    return out
+
+
+def write_claims(rows: pd.DataFrame, results_dir, name: str) -> Path:
+    """Write one notebook's claim rows to ``results_dir/claims/<name>.csv``."""
+    path = Path(results_dir) / "claims" / f"{name}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows.to_csv(path, index=False, float_format="%.6g")
+    return path
+
+
+def collect_claims(results_dir) -> pd.DataFrame:
+    """Merge every ``results_dir/claims/*.csv`` (sorted by claim-table order)."""
+    files = sorted((Path(results_dir) / "claims").glob("*.csv"))
+    if not files:
+        return pd.DataFrame(columns=CLAIM_COLUMNS)
+    merged = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+    order = {cid: i for i, cid in enumerate(load_paper_claims().index)}
+    merged = merged.drop_duplicates("id", keep="last")
+    return merged.sort_values("id", key=lambda s: s.map(order)).reset_index(drop=True)
+
+
+def compare_with_paper(measured: pd.DataFrame) -> pd.DataFrame:
+    """Join measurements with the paper's values.
+
+    ``within_2sd`` says whether the paper's value lies within ``mean +- 2 std`` of our
+    seeds (a coarse consistency check, not a test).
+    """
+    paper = load_paper_claims()
+    df = measured.set_index("id").join(paper[["paper", "setting", "method", "metric",
+                                              "value", "source"]], how="left")
+    df = df.rename(columns={"value": "paper_value"})
+    df["difference"] = df["measured_mean"] - df["paper_value"]
+    df["within_2sd"] = (df["difference"].abs() <= 2 * df["measured_std"]).where(
+        df["n_seeds"] > 1)
+    return df
+
+
+def comparison_markdown(measured: pd.DataFrame) -> str:
+    """A Markdown table: claim, paper value, ours (mean +- std over seeds), difference."""
+    df = compare_with_paper(measured)
+    lines = [
+        "| claim id | setting | method | metric | paper | ours (mean ± std) | seeds | "
+        "ours − paper | paper within ±2 sd | profile |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for cid, r in df.iterrows():
+        within = {True: "yes", False: "**no**"}.get(r["within_2sd"], "n/a")
+        lines.append(
+            f"| `{cid}` | {r['setting']} | {r['method']} | {r['metric']} | "
+            f"{r['paper_value']:.4g} | {r['measured_mean']:.4g} ± {r['measured_std']:.2g} | "
+            f"{int(r['n_seeds'])} | {r['difference']:+.3g} | {within} | {r['profile']} |"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,121 @@
+"""scikit-learn style transformer: point clouds -> pTopoFL descriptors."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+
+from .._validation import check_choice, check_int, check_points, check_random_state
+from .descriptor import H1_GRIDS, _names, topological_descriptor
+from .persistence import PERSISTENCE_METHODS
+
+__all__ = ["TopologicalDescriptor"]
+
+
+class TopologicalDescriptor(TransformerMixin, BaseEstimator):
+    """Map each point cloud (one client's data) to its ``8 + 2 L`` descriptor.
+
+    Each *sample* seen by this transformer is a whole point cloud: ``X`` is a
+    sequence of arrays of shape ``(n_points_k, n_features)``, and ``transform``
+    returns an array of shape ``(len(X), 8 + 2 * n_thresholds)``.
+
+    Parameters
+    ----------
+    n_sub : int or None, default=80
+        Points subsampled per cloud before persistence (``None``: all points).
+    n_thresholds : int, default=20
+        Betti-curve resolution ``L``.
+    method : {"ripser", "triangle"}, default="ripser"
+        Exact Vietoris–Rips persistence, or the paper's triangle approximation.
+    h1_grid : {"own", "h0"}, default="own"
+        Threshold grid of the H1 Betti curve, see
+        :mod:`topofl_lib.topology.descriptor`.
+    strict : bool, default=True
+        Raise when a cloud has fewer than ``n_sub`` points (else use all of them).
+    random_state : None, int or numpy.random.Generator
+        Seeds the subsample. With an int every cloud is subsampled with a fresh
+        generator seeded by it, so a cloud's descriptor does not depend on its
+        position in ``X``.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Dimension of the points seen in ``fit``; ``transform`` requires the same.
+    feature_names_out_ : list of str
+        Names of the descriptor entries.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> clouds = [rng.normal(size=(100, 3)), rng.normal(size=(120, 3))]
+    >>> TopologicalDescriptor(random_state=0).fit_transform(clouds).shape
+    (2, 48)
+    """
+
+    def __init__(self, n_sub=80, n_thresholds=20, method="ripser", h1_grid="own",
+                 strict=True, random_state=None):
+        self.n_sub = n_sub
+        self.n_thresholds = n_thresholds
+        self.method = method
+        self.h1_grid = h1_grid
+        self.strict = strict
+        self.random_state = random_state
+
+    def _validate_params(self) -> None:
+        if self.n_sub is not None:
+            check_int(self.n_sub, "n_sub", low=2)
+        check_int(self.n_thresholds, "n_thresholds", low=2)
+        check_choice(self.method, "method", PERSISTENCE_METHODS)
+        check_choice(self.h1_grid, "h1_grid", H1_GRIDS)
+        check_random_state(self.random_state)
+
+    @staticmethod
+    def _clouds(X) -> list[np.ndarray]:
+        if isinstance(X, np.ndarray) and X.ndim == 2:
+            raise TypeError(
+                "X must be a sequence of point clouds (one 2-D array per client), got a "
+                "single 2-D array; wrap it in a list"
+            )
+        if not isinstance(X, (Sequence, np.ndarray)) or len(X) == 0:
+            raise ValueError("X must be a non-empty sequence of point clouds")
+        return [check_points(c, f"X[{i}]", min_points=2) for i, c in enumerate(X)]
+
+    def fit(self, X, y=None):
+        """Validate the parameters and record the point dimension."""
+        self._validate_params()
+        clouds = self._clouds(X)
+        dims = {c.shape[1] for c in clouds}
+        if len(dims) > 1:
+            raise ValueError(f"point clouds in X have different dimensions {sorted(dims)}")
+        self.n_features_in_ = dims.pop()
+        self.feature_names_out_ = _names(self.n_thresholds)
+        return self
+
+    def transform(self, X) -> np.ndarray:
+        """Descriptors of the clouds in ``X``, shape ``(len(X), 8 + 2 L)``."""
+        if not hasattr(self, "n_features_in_"):
+            raise ValueError("this TopologicalDescriptor is not fitted yet; call fit first")
+        clouds = self._clouds(X)
+        for i, c in enumerate(clouds):
+            if c.shape[1] != self.n_features_in_:
+                raise ValueError(
+                    f"X[{i}] has {c.shape[1]} features, but the transformer was fitted "
+                    f"with {self.n_features_in_}"
+                )
+        seed = self.random_state
+        shared = seed if isinstance(seed, np.random.Generator) else None
+        return np.vstack([
+            topological_descriptor(
+                c, self.n_sub, n_thresholds=self.n_thresholds, method=self.method,
+                h1_grid=self.h1_grid, strict=self.strict,
+                random_state=shared if shared is not None else seed,
+            )
+            for c in clouds
+        ])
+
+    def get_feature_names_out(self, input_features=None) -> np.ndarray:
+        """Names of the descriptor entries."""
+        return np.asarray(_names(self.n_thresholds), dtype=object)

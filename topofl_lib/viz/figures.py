@@ -1,0 +1,126 @@
+"""Plotly figures of the notebooks, and writing them to ``figures/``."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+__all__ = [
+    "METHOD_COLOURS",
+    "metric_curves",
+    "final_metric_panels",
+    "paired_difference_plot",
+    "save_figure",
+]
+
+METHOD_COLOURS = {
+    "pTopoFL": "#2ca02c", "FedAvg": "#1f77b4", "FedProx": "#ff7f0e",
+    "SCAFFOLD": "#d62728", "pFedMe": "#9467bd",
+}
+
+_PNG_FAILED = False
+
+
+def _rgba(hex_colour: str, alpha: float) -> str:
+    h = hex_colour.lstrip("#")
+    r, g, b = (int(h[i:i + 2], 16) for i in (0, 2, 4))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def metric_curves(curves: pd.DataFrame, metric: str = "auc", title: str | None = None) -> go.Figure:
+    """Mean over seeds of ``metric`` per round, one line per method, band = +-1 std.
+
+    This is the paper's Figure 2 with its single-run curves replaced by seed statistics.
+    """
+    fig = go.Figure()
+    for method, g in curves.groupby("method", sort=False):
+        s = g.groupby("round")[metric].agg(["mean", "std"]).fillna(0.0)
+        colour = METHOD_COLOURS.get(method, "#7f7f7f")
+        x = s.index.to_numpy()
+        fig.add_trace(go.Scatter(
+            x=np.r_[x, x[::-1]], y=np.r_[s["mean"] + s["std"], (s["mean"] - s["std"])[::-1]],
+            fill="toself", fillcolor=_rgba(colour, 0.15), line={"width": 0},
+            hoverinfo="skip", showlegend=False, legendgroup=method))
+        fig.add_trace(go.Scatter(x=x, y=s["mean"], mode="lines+markers", name=method,
+                                 line={"color": colour}, legendgroup=method))
+    n = curves["seed"].nunique()
+    fig.update_layout(
+        title=title or f"{metric.upper()} per round (mean ± 1 sd over {n} seeds)",
+        xaxis_title="round", yaxis_title=metric, template="plotly_white", width=760, height=460)
+    return fig
+
+
+def final_metric_panels(final: pd.DataFrame, paper_auc: dict | None = None,
+                        title: str | None = None) -> go.Figure:
+    """Figure 3: final AUC (mean +- sd) and convergence round, by scenario and method.
+
+    ``paper_auc`` (method -> value) adds the paper's Table 1 AUCs as black diamonds.
+    """
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(
+        "final AUC (mean ± sd)", "convergence round (first round ≥ 95% of final AUC)"))
+    for i, (scenario, g) in enumerate(final.groupby("scenario", sort=False)):
+        agg = g.groupby("method", sort=False)[["auc", "convergence_round"]].agg(["mean", "std"])
+        methods = agg.index.tolist()
+        colours = [METHOD_COLOURS.get(m, "#7f7f7f") for m in methods]
+        opacity = 1.0 if i == 0 else 0.55
+        for col, metric in enumerate(("auc", "convergence_round"), start=1):
+            fig.add_trace(go.Bar(
+                x=methods, y=agg[(metric, "mean")],
+                error_y={"type": "data", "array": agg[(metric, "std")].fillna(0.0)},
+                marker={"color": colours, "opacity": opacity}, name=scenario,
+                showlegend=col == 1, offsetgroup=str(i)), row=1, col=col)
+    if paper_auc:
+        shown = {m: v for m, v in paper_auc.items() if pd.notna(v)}
+        fig.add_trace(go.Scatter(x=list(shown), y=list(shown.values()), mode="markers",
+                                 marker={"symbol": "diamond", "size": 11, "color": "black"},
+                                 name="paper (Table 1)"), row=1, col=1)
+    fig.update_yaxes(range=[0.5, 1.0], row=1, col=1)
+    fig.update_layout(barmode="group", template="plotly_white", width=980, height=440,
+                      title=title or "Final AUC and convergence round")
+    return fig
+
+
+def paired_difference_plot(paired: pd.DataFrame, reference: str = "pTopoFL",
+                           title: str | None = None) -> go.Figure:
+    """Forest plot of ``reference - baseline`` paired differences with 95% CIs."""
+    fig = go.Figure(go.Scatter(
+        x=paired["mean_diff"], y=paired.index, mode="markers",
+        error_x={"type": "data", "symmetric": False,
+                 "array": paired["ci_high"] - paired["mean_diff"],
+                 "arrayminus": paired["mean_diff"] - paired["ci_low"]},
+        marker={"size": 10, "color": [METHOD_COLOURS.get(m, "#7f7f7f") for m in paired.index]}))
+    fig.add_vline(x=0.0, line_dash="dash", line_color="grey")
+    fig.update_layout(title=title or f"{reference} minus baseline (mean, 95% CI over seeds)",
+                      xaxis_title="difference", template="plotly_white", width=700, height=360)
+    return fig
+
+
+def save_figure(fig: go.Figure, name: str, figures_dir) -> list[Path]:
+    """Write ``fig`` as ``<name>.html`` and, where a Chromium is available, ``<name>.png``.
+
+    The HTML files share one ``plotly.min.js`` in ``figures_dir`` (written once), so
+    they open offline. PNG export uses kaleido, which needs Chromium (Debian package
+    ``chromium``); without it a warning is issued once and only HTML is written.
+    """
+    global _PNG_FAILED
+    out = Path(figures_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    html = out / f"{name}.html"
+    fig.write_html(html, include_plotlyjs="directory", full_html=True)
+    written = [html]
+    if not _PNG_FAILED:
+        try:
+            png = out / f"{name}.png"
+            fig.write_image(png, scale=1.5)
+            written.append(png)
+        except Exception as exc:  # kaleido raises several types when Chromium is missing
+            _PNG_FAILED = True
+            warnings.warn(
+                f"static PNG export failed ({type(exc).__name__}: {exc}); writing HTML only. "
+                "Install Debian's 'chromium' for PNG figures.", stacklevel=2)
+    return written
