@@ -74,16 +74,16 @@ def test_comparison_markdown_contains_paper_value():
 
 def test_check_parameters():
     """Valid notebook parameters pass; bad ones raise errors naming the parameter."""
-    check_parameters("quick", 3, 15)
-    check_parameters("paper", 20, 15)
+    check_parameters("quick", n_seeds=3, n_rounds=15)
+    check_parameters("paper", n_seeds=20, n_rounds=15)
     with pytest.raises(ValueError, match="profile"):
-        check_parameters("fast", 3, 15)
+        check_parameters("fast", n_seeds=3, n_rounds=15)
     with pytest.raises(TypeError, match="n_seeds"):
-        check_parameters("quick", "3", 15)
+        check_parameters("quick", n_seeds="3", n_rounds=15)
     with pytest.raises(ValueError, match="n_seeds"):
-        check_parameters("quick", 0, 15)
+        check_parameters("quick", n_seeds=0, n_rounds=15)
     with pytest.raises(ValueError, match="n_rounds"):
-        check_parameters("quick", 3, 0)
+        check_parameters("quick", n_seeds=3, n_rounds=0)
 
 
 def test_reproduce_rejects_unknown_notebook(tmp_path):

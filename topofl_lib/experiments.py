@@ -15,14 +15,16 @@ import pandas as pd
 from scipy import stats
 from tqdm.auto import tqdm
 
-from ._validation import check_int
+from ._validation import check_int, check_real
 from .data.scenarios import make_scenario
-from .federated import METHODS, convergence_round, make_method
+from .federated import ALL_METHODS, METHODS, convergence_round, make_method
 
 __all__ = [
     "ComparisonResult",
     "clustering_diagnostics",
+    "continual_experiment",
     "paired_differences",
+    "robustness_sweep",
     "run_comparison",
     "summarise",
     "table1",
@@ -73,9 +75,21 @@ def _check_methods(methods) -> list[str]:
     if not methods:
         raise ValueError("methods is empty")
     for m in methods:
-        if m not in METHODS:
-            raise ValueError(f"unknown method {m!r}; expected one of {list(METHODS)}")
+        if m not in ALL_METHODS:
+            raise ValueError(f"unknown method {m!r}; expected one of {list(ALL_METHODS)}")
     return methods
+
+
+def _check_variants(variants) -> list[tuple[str, str, dict]]:
+    if not isinstance(variants, dict) or not variants:
+        raise ValueError("variants must be a non-empty dict {label: (method, params)}")
+    out = []
+    for label, spec in variants.items():
+        if not (isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], dict)):
+            raise ValueError(f"variants[{label!r}] must be a (method name, params dict) tuple")
+        _check_methods([spec[0]])
+        out.append((str(label), spec[0], spec[1]))
+    return out
 
 
 def run_comparison(
@@ -87,6 +101,7 @@ def run_comparison(
     method_params: dict | None = None,
     keep_models: bool = False,
     progress: bool = True,
+    variants: dict | None = None,
 ) -> ComparisonResult:
     """Run every method on ``scenario`` for each seed.
 
@@ -108,6 +123,10 @@ def run_comparison(
         Keep the fitted estimators in the result.
     progress : bool
         Show a tqdm progress bar.
+    variants : dict, optional
+        ``{label: (method name, params)}``; replaces ``methods`` and ``method_params``
+        (ablations: several configurations of one method). The ``method`` column of the
+        result holds the labels.
     """
     seeds = _check_seeds(seeds)
     methods = _check_methods(methods)
@@ -116,13 +135,15 @@ def run_comparison(
     method_params = dict(method_params or {})
     for name in method_params:
         _check_methods([name])
+    runs = (_check_variants(variants) if variants is not None
+            else [(m, m, method_params.get(m, {})) for m in methods])
     curves, final, models = [], [], {}
-    bar = tqdm(total=len(seeds) * len(methods), desc=f"{scenario}", disable=not progress)
+    bar = tqdm(total=len(seeds) * len(runs), desc=f"{scenario}", disable=not progress)
     for seed in seeds:
         data = make_scenario(scenario, random_state=seed, **scenario_params)
-        for name in methods:
-            params = {"n_rounds": n_rounds, "random_state": seed, **method_params.get(name, {})}
-            est = make_method(name, **params).fit(data)
+        for name, method, extra in runs:
+            params = {"n_rounds": n_rounds, "random_state": seed, **extra}
+            est = make_method(method, **params).fit(data)
             auc, acc = est.history_["auc"], est.history_["accuracy"]
             rounds = np.arange(1, auc.size + 1)
             curves.append(pd.DataFrame({
@@ -245,3 +266,114 @@ def table1(result: ComparisonResult) -> pd.DataFrame:
                 "seeds": int(r["n_seeds"]),
             })
     return pd.DataFrame(rows).set_index(["metric", "method"])
+
+
+def robustness_sweep(
+    rates: Sequence[float] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5),
+    seeds: Iterable[int] = range(10),
+    methods: Sequence[str] | None = None,
+    attack: str = "label_flip",
+    n_clients: int = 10,
+    n_rounds: int = 10,
+    tau: float = 1.8,
+    progress: bool = True,
+) -> tuple[ComparisonResult, pd.DataFrame]:
+    """Sweep the fraction of adversarial hospitals (pTopoFL Sec. 4.4, Figure 4).
+
+    ``round(rate * n_clients)`` hospitals of :func:`~topofl_lib.data.make_healthcare`
+    run ``attack``; pTopoFL uses ``tau`` (paper Table 3: 1.8 for robustness). Returns the
+    merged :class:`ComparisonResult` (with a ``rate`` column in ``curves`` and ``final``)
+    and a Theorem 5 table for pTopoFL: per rate and seed, the measured adversarial
+    weight in the consensus, the trust share of adversaries, the separation
+    ``lam_delta`` and the bound.
+    """
+    from .theory import adversarial_separation, theorem5_bound
+
+    seeds = _check_seeds(seeds)
+    methods = _check_methods(methods)
+    curves, finals, rows = [], [], []
+    for rate in rates:
+        check_real(rate, "rate", low=0.0, high=0.5)
+        n_adv = int(round(rate * n_clients))
+        res = run_comparison(
+            "healthcare", seeds, methods, n_rounds,
+            scenario_params={"n_clients": n_clients, "n_adversarial": n_adv, "attack": attack},
+            method_params={"pTopoFL": {"tau": tau}}, keep_models="pTopoFL" in methods,
+            progress=progress)
+        curves.append(res.curves.assign(rate=rate))
+        finals.append(res.final.assign(rate=rate))
+        for (name, seed), est in res.models.items():
+            if name != "pTopoFL":
+                continue
+            adv = ~est._scenario.honest
+            sep = adversarial_separation(est.distances_, adv)
+            eps = adv.mean()
+            rows.append({
+                "rate": rate, "seed": seed, "eps": eps,
+                "adversarial_weight": float(est.consensus_weights_[adv].sum()),
+                "adversarial_trust_share": float(est.trust_[adv].sum() / est.trust_.sum()),
+                **sep,
+                "bound": (theorem5_bound(eps, sep["lam_delta"])
+                          if np.isfinite(sep["lam_delta"]) else np.nan),
+                "assumption_holds": bool(sep["delta_sep"] > 0) if adv.any() else False,
+            })
+    merged = ComparisonResult(pd.concat(curves, ignore_index=True),
+                              pd.concat(finals, ignore_index=True), {})
+    return merged, pd.DataFrame(rows)
+
+
+def continual_experiment(
+    seeds: Iterable[int] = range(10),
+    n_rounds: int = 20,
+    drift_threshold: float = 0.12,
+    scenario_params: dict | None = None,
+    progress: bool = True,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """pTopoFL on :func:`~topofl_lib.data.make_continual` (Sec. 4.5, Figure 5).
+
+    Each seed is run twice: with drift-triggered re-clustering (``drift_threshold``) and
+    without (round-0 clusters kept). Returns
+
+    * ``per_round``: seed, client, round (1-based), shifted, entropy_h0, entropy_h1,
+      drift_statistic (of the run without re-clustering, so detection is judged on the
+      same statistic for every client);
+    * ``per_seed``: seed, mean Eq. 9 drift, the fraction of shifted clients whose
+      statistic exceeded the threshold at or after the shift (``detected``), the
+      fraction of stable clients that ever exceeded it (``false_alarms``), the rounds at
+      which re-clustering fired, and the final AUC with and without re-clustering.
+    """
+    from .data.scenarios import make_continual
+    from .federated import PTopoFL
+    from .topology.descriptor import DESCRIPTOR_NAMES
+
+    seeds = _check_seeds(seeds)
+    check_real(drift_threshold, "drift_threshold", low=0.0, low_open=True)
+    scenario_params = dict(scenario_params or {})
+    h0 = DESCRIPTOR_NAMES.index("entropy_h0")
+    h1 = DESCRIPTOR_NAMES.index("entropy_h1")
+    rounds, seeds_rows = [], []
+    for seed in tqdm(seeds, desc="continual", disable=not progress):
+        scen = make_continual(n_rounds=n_rounds, random_state=seed, **scenario_params)
+        shifted = np.zeros(len(scen.clients), dtype=bool)
+        shifted[scen.meta["shifted"]] = True
+        start = scen.meta["shift_round"]
+        static = PTopoFL(n_rounds=n_rounds, random_state=seed).fit(scen)
+        adaptive = PTopoFL(n_rounds=n_rounds, drift_threshold=drift_threshold,
+                           random_state=seed).fit(scen)
+        stat = static.drift_statistic_
+        for k in range(len(scen.clients)):
+            rounds.append(pd.DataFrame({
+                "seed": seed, "client": k, "round": np.arange(1, n_rounds + 1),
+                "shifted": shifted[k], "entropy_h0": static.signatures_[:, k, h0],
+                "entropy_h1": static.signatures_[:, k, h1], "drift_statistic": stat[:, k]}))
+        fired = np.nan_to_num(stat, nan=0.0) > drift_threshold
+        seeds_rows.append({
+            "seed": seed, "mean_drift": float(static.drift_.mean()),
+            "detected": float(fired[start:, shifted].any(axis=0).mean())
+            if shifted.any() else np.nan,
+            "false_alarms": float(fired[:, ~shifted].any(axis=0).mean()),
+            "recluster_rounds": adaptive.recluster_rounds_,
+            "auc_static": float(static.history_["auc"][-1]),
+            "auc_reclustering": float(adaptive.history_["auc"][-1]),
+        })
+    return pd.concat(rounds, ignore_index=True), pd.DataFrame(seeds_rows)

@@ -33,6 +33,29 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
         "quick": {"profile": "quick", "n_seeds": 3, "n_rounds": 15},
         "paper": {"profile": "paper", "n_seeds": 20, "n_rounds": 15},
     },
+    "robustness": {
+        "quick": {"profile": "quick", "n_seeds": 3, "n_rounds": 10, "rates": [0.0, 0.3, 0.5]},
+        "paper": {"profile": "paper", "n_seeds": 10, "n_rounds": 10,
+                  "rates": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]},
+    },
+    "continual_drift": {
+        "quick": {"profile": "quick", "n_seeds": 3, "n_rounds": 20},
+        "paper": {"profile": "paper", "n_seeds": 20, "n_rounds": 20},
+    },
+    "ablation_theorems": {
+        "quick": {"profile": "quick", "n_seeds": 3, "n_rounds": 15},
+        "paper": {"profile": "paper", "n_seeds": 20, "n_rounds": 15,
+                  "betas": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0],
+                  "cluster_counts": [1, 2, 3, 4, 5, 6]},
+    },
+    "privacy_analysis": {
+        "quick": {"profile": "quick", "n_seeds": 3, "attack_seeds": 1, "attack_clients": 2,
+                  "batch_sizes": [1, 2, 4], "gradient_iters": 300, "descriptor_iters": 150,
+                  "mia_targets": 16, "mia_shadows": 8},
+        "paper": {"profile": "paper", "n_seeds": 10, "attack_seeds": 3, "attack_clients": 3,
+                  "batch_sizes": [1, 2, 4, 8, 16], "gradient_iters": 1500,
+                  "descriptor_iters": 1000, "mia_targets": 100, "mia_shadows": 16},
+    },
 }
 
 ENV_OUTPUT = "TOPOFL_OUTPUT_DIR"
@@ -57,16 +80,18 @@ def output_dirs(output_dir=None) -> tuple[Path, Path]:
     return root / "figures", root / "results"
 
 
-def check_parameters(profile: str, n_seeds: int, n_rounds: int) -> None:
-    """Validate the parameters every experiment notebook shares (papermill injects them).
+def check_parameters(profile: str, **counts: int) -> None:
+    """Validate a notebook's parameters (papermill injects them) in its first code cell.
 
-    Raises ``ValueError``/``TypeError`` naming the parameter, so a malformed
-    ``-p n_seeds ten`` fails in the parameters cell instead of deep inside a run.
+    ``profile`` must be a known profile and every keyword a positive int, e.g.
+    ``check_parameters(profile, n_seeds=n_seeds, n_rounds=n_rounds)``. Raises
+    ``ValueError``/``TypeError`` naming the parameter, so a malformed ``-p n_seeds ten``
+    fails in the parameters cell instead of deep inside a run.
     """
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; expected one of {list(PROFILES)}")
-    check_int(n_seeds, "n_seeds", low=1)
-    check_int(n_rounds, "n_rounds", low=1)
+    for name, value in counts.items():
+        check_int(value, name, low=1)
 
 
 def reproduce(profile: str = "quick", only: list[str] | None = None,

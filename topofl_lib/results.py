@@ -1,7 +1,8 @@
 """The papers' claims, our measurements of them, and the comparison table.
 
 The package carries its own copy of the claims table (``paper_claims.csv``: id,
-paper, experiment, setting, method, metric, value, source). A notebook turns its
+paper, experiment, setting, method, metric, value, source). Rows whose ``paper`` is
+``topofl`` are measurements that go beyond the papers (no paper value). A notebook turns its
 per-seed measurements into rows ``id, measured_mean, measured_std, n_seeds, profile``
 with :func:`claim_rows` and writes them with :func:`write_claims`; the reproduce
 command merges every notebook's rows (:func:`collect_claims`) into
@@ -20,6 +21,9 @@ import pandas as pd
 
 __all__ = [
     "CLAIM_COLUMNS",
+    "ablation_claim_values",
+    "continual_claim_values",
+    "robustness_claim_values",
     "claim_rows",
     "collect_claims",
     "compare_with_paper",
@@ -108,8 +112,12 @@ def compare_with_paper(measured: pd.DataFrame) -> pd.DataFrame:
     df = df.rename(columns={"value": "paper_value"})
     df["difference"] = df["measured_mean"] - df["paper_value"]
     df["within_2sd"] = (df["difference"].abs() <= 2 * df["measured_std"]).where(
-        df["n_seeds"] > 1)
+        (df["n_seeds"] > 1) & df["paper_value"].notna())
     return df
+
+
+def _fmt(value: float, spec: str) -> str:
+    return "—" if pd.isna(value) else format(value, spec)
 
 
 def comparison_markdown(measured: pd.DataFrame) -> str:
@@ -124,7 +132,42 @@ def comparison_markdown(measured: pd.DataFrame) -> str:
         within = {True: "yes", False: "**no**"}.get(r["within_2sd"], "n/a")
         lines.append(
             f"| `{cid}` | {r['setting']} | {r['method']} | {r['metric']} | "
-            f"{r['paper_value']:.4g} | {r['measured_mean']:.4g} ± {r['measured_std']:.2g} | "
-            f"{int(r['n_seeds'])} | {r['difference']:+.3g} | {within} | {r['profile']} |"
+            f"{_fmt(r['paper_value'], '.4g')} | {r['measured_mean']:.4g} ± "
+            f"{r['measured_std']:.2g} | {int(r['n_seeds'])} | {_fmt(r['difference'], '+.3g')} | "
+            f"{within} | {r['profile']} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _per_seed(df: pd.DataFrame, column: str, **where) -> np.ndarray:
+    m = np.ones(len(df), dtype=bool)
+    for key, value in where.items():
+        m &= (df[key] == value).to_numpy()
+    return df[m].sort_values("seed")[column].to_numpy(dtype=np.float64)
+
+
+def robustness_claim_values(final: pd.DataFrame, rate: float = 0.5) -> dict[str, np.ndarray]:
+    """``ptopofl.robust.50.*`` and ``topofl.robust.50.*`` from a robustness sweep."""
+    keys = {"pTopoFL": "ptopofl.robust.50.ptopofl", "FedAvg": "ptopofl.robust.50.fedavg",
+            "Median": "topofl.robust.50.median", "TrimmedMean": "topofl.robust.50.trimmedmean",
+            "Krum": "topofl.robust.50.krum"}
+    out = {cid: _per_seed(final, "auc", rate=rate, method=m) for m, cid in keys.items()}
+    return {k: v for k, v in out.items() if v.size}
+
+
+def ablation_claim_values(final: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Ablation ids from a variants run labelled ``full``, ``M=1``, ``beta=0``, ..."""
+    keys = {"full": "ptopofl.ablation.full", "M=1": "ptopofl.ablation.m1",
+            "beta=0": "ptopofl.ablation.beta0", "no trust": "topofl.ablation.no_trust",
+            "no augmentation": "topofl.ablation.no_augmentation",
+            "Wasserstein": "topofl.ablation.wasserstein"}
+    out = {cid: _per_seed(final, "auc", method=label) for label, cid in keys.items()}
+    return {k: v for k, v in out.items() if v.size}
+
+
+def continual_claim_values(per_seed: pd.DataFrame) -> dict[str, np.ndarray]:
+    """``ptopofl.continual.drift`` and the drift-trigger detection rates."""
+    ordered = per_seed.sort_values("seed")
+    return {"ptopofl.continual.drift": ordered["mean_drift"].to_numpy(dtype=np.float64),
+            "topofl.continual.detected": ordered["detected"].dropna().to_numpy(dtype=np.float64),
+            "topofl.continual.false_alarms": ordered["false_alarms"].to_numpy(dtype=np.float64)}

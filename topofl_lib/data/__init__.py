@@ -1,5 +1,21 @@
 """Federated scenario generators and client containers."""
 
-from .scenarios import Client, FederatedScenario, make_benchmark, make_healthcare, make_scenario
+from .scenarios import (
+    ATTACKS,
+    Client,
+    FederatedScenario,
+    make_benchmark,
+    make_continual,
+    make_healthcare,
+    make_scenario,
+)
 
-__all__ = ["Client", "FederatedScenario", "make_benchmark", "make_healthcare", "make_scenario"]
+__all__ = [
+    "ATTACKS",
+    "Client",
+    "FederatedScenario",
+    "make_benchmark",
+    "make_continual",
+    "make_healthcare",
+    "make_scenario",
+]

@@ -44,7 +44,20 @@ from sklearn.model_selection import train_test_split
 
 from .._validation import check_int, check_labels, check_points, check_random_state, check_real
 
-__all__ = ["Client", "FederatedScenario", "make_benchmark", "make_healthcare", "make_scenario"]
+__all__ = [
+    "ATTACKS",
+    "Client",
+    "FederatedScenario",
+    "make_benchmark",
+    "make_continual",
+    "make_healthcare",
+    "make_scenario",
+]
+
+#: Attacks an adversarial client can run: flip its training labels; flip them and
+#: add heavy feature noise (visible to the descriptor); or send scaled sign-flipped
+#: model updates with honest data (model poisoning).
+ATTACKS = ("label_flip", "noisy_label_flip", "sign_flip")
 
 
 @dataclass(frozen=True)
@@ -58,9 +71,17 @@ class Client:
     X_test, y_test : ndarray
         Held-out test data with clean labels.
     adversarial : bool
-        Whether the client's training labels are poisoned.
+        Whether the client attacks the federation.
     group : int
         Latent type used by the generator (unknown to every algorithm).
+    attack : str
+        What an adversarial client does (see :data:`ATTACKS`). Data attacks
+        (``"label_flip"``, ``"noisy_label_flip"``) are already applied to
+        ``X_train``/``y_train`` by the generator; the model attack ``"sign_flip"`` is
+        applied by the federated engine to every update the client returns:
+        ``w0 - attack_scale * (w - w0)``.
+    attack_scale : float
+        Scale of the sign-flipped update.
     """
 
     X_train: np.ndarray
@@ -69,8 +90,13 @@ class Client:
     y_test: np.ndarray
     adversarial: bool = False
     group: int = 0
+    attack: str = "label_flip"
+    attack_scale: float = 1.0
 
     def __post_init__(self) -> None:
+        if self.attack not in ATTACKS:
+            raise ValueError(f"unknown attack {self.attack!r}; expected one of {list(ATTACKS)}")
+        check_real(self.attack_scale, "attack_scale", low=0.0, low_open=True)
         X = check_points(self.X_train, "X_train", min_points=2)
         check_labels(self.y_train, X.shape[0], "y_train")
         Xt = check_points(self.X_test, "X_test")
@@ -88,18 +114,35 @@ class Client:
 
 @dataclass(frozen=True)
 class FederatedScenario:
-    """A named list of clients sharing one feature space."""
+    """A named list of clients sharing one feature space.
+
+    ``schedule`` makes the scenario *continual*: ``{r: clients}`` replaces the clients'
+    data from round ``r`` (0-based) on; :meth:`clients_at` gives the data of a round.
+    """
 
     name: str
     clients: list[Client]
     meta: dict = field(default_factory=dict)
+    schedule: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if len(self.clients) == 0:
             raise ValueError("a scenario needs at least one client")
-        dims = {c.X_train.shape[1] for c in self.clients}
+        lists = [self.clients, *self.schedule.values()]
+        dims = {c.X_train.shape[1] for cl in lists for c in cl}
         if len(dims) != 1:
             raise ValueError(f"clients have different feature dimensions {sorted(dims)}")
+        for r, cl in self.schedule.items():
+            check_int(r, "schedule round", low=1)
+            if len(cl) != len(self.clients):
+                raise ValueError(
+                    f"schedule[{r}] has {len(cl)} clients, the scenario {len(self.clients)}"
+                )
+
+    def clients_at(self, r: int) -> list[Client]:
+        """The clients' data in round ``r`` (0-based)."""
+        due = [k for k in self.schedule if k <= r]
+        return self.schedule[max(due)] if due else self.clients
 
     @property
     def n_features(self) -> int:
@@ -130,9 +173,17 @@ def make_healthcare(
     mortality_range: tuple[float, float] = (0.10, 0.45),
     signal: float = 1.5,
     test_size: float = 0.3,
+    attack: str = "label_flip",
+    attack_scale: float = 3.0,
     random_state=None,
 ) -> FederatedScenario:
-    """Scenario A: heterogeneous hospitals, some with label-flipped training data.
+    """Scenario A: heterogeneous hospitals, some of them adversarial.
+
+    ``attack`` is what the ``n_adversarial`` hospitals do (:data:`ATTACKS`):
+    ``"label_flip"`` flips their training labels (invisible to a features-only
+    descriptor); ``"noisy_label_flip"`` also adds N(0, 2^2) noise to their training
+    features (visible to it); ``"sign_flip"`` keeps their data honest and has the
+    engine send ``w0 - attack_scale * (w - w0)`` instead of their update.
 
     See the module docstring for the generative process. ``signal`` scales the norm of
     the risk coefficients. With the default 1.5 a logistic regression trained centrally
@@ -145,6 +196,8 @@ def make_healthcare(
     check_int(n_features, "n_features", low=2)
     check_int(n_informative, "n_informative", low=1, high=n_features)
     check_real(signal, "signal", low=0.0, low_open=True)
+    if attack not in ATTACKS:
+        raise ValueError(f"unknown attack {attack!r}; expected one of {list(ATTACKS)}")
     lo, hi = size_range
     check_int(lo, "size_range[0]", low=10)
     check_int(hi, "size_range[1]", low=lo)
@@ -173,9 +226,11 @@ def make_healthcare(
         if y.min() == y.max():  # guarantee both classes in tiny, extreme hospitals
             y[np.argsort(p)[-2:] if y.max() == 0 else np.argsort(p)[:2]] = 1 - y.max()
         Xtr, Xte, ytr, yte = _split(X, y, rng, test_size)
-        if adversarial[k]:
+        if adversarial[k] and attack in ("label_flip", "noisy_label_flip"):
             ytr = 1 - ytr
-        clients.append(Client(Xtr, ytr, Xte, yte, bool(adversarial[k]), g))
+        if adversarial[k] and attack == "noisy_label_flip":
+            Xtr = Xtr + rng.normal(scale=2.0, size=Xtr.shape)
+        clients.append(Client(Xtr, ytr, Xte, yte, bool(adversarial[k]), g, attack, attack_scale))
     return FederatedScenario("healthcare", clients, {"groups": groups.tolist()})
 
 
@@ -222,11 +277,81 @@ def make_benchmark(
     return FederatedScenario("benchmark", clients, {})
 
 
-_SCENARIOS = {"healthcare": make_healthcare, "benchmark": make_benchmark}
+def make_continual(
+    n_clients: int = 6,
+    n_rounds: int = 20,
+    n_shifted: int = 2,
+    shift_round: int = 10,
+    size_range: tuple[int, int] = (60, 250),
+    pool_size: int = 600,
+    shift_scale: float = 1.0,
+    random_state=None,
+) -> FederatedScenario:
+    """A continual scenario (pTopoFL Sec. 4.5): fresh patients every round, and new tasks.
+
+    Two independent realisations of :func:`make_healthcare` (no adversaries) define an
+    *old* and a *new* task for every client (different risk coefficients, covariance
+    structure and case mix). In the new task, half of the patients also come from a new
+    subpopulation whose features are offset by ``shift_scale`` times the typical
+    within-client distance along a random direction, so the point cloud splits into two
+    groups (``shift_scale=0`` leaves only the label and case-mix change, which a
+    features-only descriptor hardly sees). Each client draws ``pool_size`` records of each task. In
+    every round it trains on a fresh sample of ``n_k ~ U{size_range}`` records from its
+    current task, so its descriptor moves with sampling noise even when nothing
+    changes. From round ``shift_round`` (0-based) on, ``n_shifted`` clients chosen at
+    random switch to their new task (training and test data). ``meta`` records
+    ``shifted`` and ``shift_round``.
+    """
+    check_int(n_clients, "n_clients", low=2)
+    check_int(n_rounds, "n_rounds", low=2)
+    check_int(n_shifted, "n_shifted", low=0, high=n_clients)
+    check_int(shift_round, "shift_round", low=1, high=n_rounds - 1)
+    check_int(pool_size, "pool_size", low=size_range[1])
+    rng = check_random_state(random_state)
+    seeds = rng.integers(2**31 - 1, size=2)
+    size = int(np.ceil(pool_size / 0.7))
+    check_real(shift_scale, "shift_scale", low=0.0)
+    tasks = [make_healthcare(n_clients, n_adversarial=0, size_range=(size, size),
+                             random_state=int(s)) for s in seeds]
+    d = tasks[1].n_features
+    direction = rng.normal(size=d)
+    offset = shift_scale * np.sqrt(2 * d) * direction / np.linalg.norm(direction)
+
+    def arrive(X):
+        return X + (rng.random(X.shape[0]) < 0.5)[:, None] * offset
+
+    tasks[1] = FederatedScenario("new task", [
+        Client(arrive(c.X_train), c.y_train, arrive(c.X_test), c.y_test, False, c.group)
+        for c in tasks[1].clients])
+    sizes = rng.integers(size_range[0], size_range[1] + 1, size=n_clients)
+    shifted = np.sort(rng.choice(n_clients, n_shifted, replace=False))
+
+    def round_clients(r: int) -> list[Client]:
+        out = []
+        for k in range(n_clients):
+            src = tasks[1 if (k in shifted and r >= shift_round) else 0].clients[k]
+            idx = rng.choice(src.n_train, int(sizes[k]), replace=False)
+            y = src.y_train[idx]
+            if y.min() == y.max():  # keep both classes in a small draw
+                other = np.flatnonzero(src.y_train != y[0])[:1]
+                idx[0] = other[0]
+            out.append(Client(src.X_train[idx], src.y_train[idx], src.X_test, src.y_test,
+                              False, src.group))
+        return out
+
+    first = round_clients(0)
+    schedule = {r: round_clients(r) for r in range(1, n_rounds)}
+    return FederatedScenario("continual", first,
+                             {"shifted": shifted.tolist(), "shift_round": shift_round},
+                             schedule)
+
+
+_SCENARIOS = {"healthcare": make_healthcare, "benchmark": make_benchmark,
+              "continual": make_continual}
 
 
 def make_scenario(name: str, random_state=None, **kwargs) -> FederatedScenario:
-    """Build a scenario by name (``"healthcare"`` or ``"benchmark"``)."""
+    """Build a scenario by name (``"healthcare"``, ``"benchmark"`` or ``"continual"``)."""
     if name not in _SCENARIOS:
         raise ValueError(f"unknown scenario {name!r}; expected one of {sorted(_SCENARIOS)}")
     return _SCENARIOS[name](random_state=random_state, **kwargs)

@@ -12,23 +12,34 @@ from .fedavg import FedAvg, FedProx
 from .metrics import accuracy, convergence_round, roc_auc
 from .pfedme import PFedMe
 from .ptopofl import PTopoFL
+from .robust import CoordinateMedian, Krum, TrimmedMean
 from .scaffold import Scaffold
 
-#: Registry of algorithm names (as printed in the paper) to classes.
+#: The paper's five methods (name as printed in the paper -> class).
 METHODS: dict[str, type[FederatedAlgorithm]] = {
     cls.name: cls for cls in (PTopoFL, FedAvg, FedProx, Scaffold, PFedMe)
 }
+#: Byzantine-robust aggregation baselines from the literature.
+ROBUST_METHODS: dict[str, type[FederatedAlgorithm]] = {
+    cls.name: cls for cls in (CoordinateMedian, TrimmedMean, Krum)
+}
+ALL_METHODS = {**METHODS, **ROBUST_METHODS}
 
 
 def make_method(name: str, **params) -> FederatedAlgorithm:
     """Instantiate an algorithm by its name (``"pTopoFL"``, ``"FedAvg"``, ...)."""
-    if name not in METHODS:
-        raise ValueError(f"unknown method {name!r}; expected one of {list(METHODS)}")
-    return METHODS[name](**params)
+    if name not in ALL_METHODS:
+        raise ValueError(f"unknown method {name!r}; expected one of {list(ALL_METHODS)}")
+    return ALL_METHODS[name](**params)
 
 
 __all__ = [
+    "ALL_METHODS",
     "METHODS",
+    "ROBUST_METHODS",
+    "CoordinateMedian",
+    "Krum",
+    "TrimmedMean",
     "FedAvg",
     "FedProx",
     "FederatedAlgorithm",

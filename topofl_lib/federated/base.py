@@ -69,11 +69,27 @@ class FederatedAlgorithm(BaseEstimator):
         return X
 
     def _train(self, k: int, w0: np.ndarray, extra=None) -> tuple[np.ndarray, int]:
-        return local_sgd(
+        w, steps = local_sgd(
             w0, self._Xb[k], self._y[k], lr=self.lr, epochs=self.local_epochs,
             batch_size=self.batch_size, l2=1.0 / (self.C * self._n[k]), rng=self._rng,
             extra=extra,
         )
+        return self._poison(k, w0, w), steps
+
+    def _poison(self, k: int, w0: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """What client ``k`` returns: its model, or a sign-flipped update if it attacks so."""
+        c = self._clients[k]
+        if c.adversarial and c.attack == "sign_flip":
+            return w0 - c.attack_scale * (w - w0)
+        return w
+
+    def _load_client(self, k: int, client) -> None:
+        """(Re)build client ``k``'s training and test arrays (round 0 and schedule changes)."""
+        self._clients[k] = client
+        self._Xb[k] = add_bias(self._features(k, client.X_train))
+        self._y[k] = client.y_train.astype(np.float64)
+        self._n[k] = client.n_train
+        self._tests[k] = (self._features(k, client.X_test), client.y_test)
 
     # -- loop --------------------------------------------------------------------
     def fit(self, scenario: FederatedScenario):
@@ -84,25 +100,31 @@ class FederatedAlgorithm(BaseEstimator):
             )
         self._validate_params()
         self._rng = check_random_state(self.random_state)
-        clients = scenario.clients
+        clients = list(scenario.clients)
         K = len(clients)
         self.n_clients_ = K
         self._scenario = scenario
+        self._clients = clients
         self._prepare(scenario)
-        self._Xb = [add_bias(self._features(k, c.X_train)) for k, c in enumerate(clients)]
-        self._y = [c.y_train.astype(np.float64) for c in clients]
-        self._n = np.array([c.n_train for c in clients], dtype=np.float64)
+        self._Xb, self._y, self._tests = [None] * K, [None] * K, [None] * K
+        self._n = np.zeros(K)
+        for k, c in enumerate(clients):
+            self._load_client(k, c)
         self._setup(K, self._Xb[0].shape[1])
         honest = np.flatnonzero(scenario.honest)
-        tests = [(self._features(k, clients[k].X_test), clients[k].y_test) for k in range(K)]
         client_auc = np.full((self.n_rounds, K), np.nan)
         client_acc = np.full((self.n_rounds, K), np.nan)
         for r in range(self.n_rounds):
+            for k, c in enumerate(scenario.clients_at(r)):
+                if c is not self._clients[k]:
+                    self._client_changed(k, c)
+                    self._load_client(k, c)
             self._round(r)
             for k in range(K):
-                p = predict_proba(self._client_model(k), tests[k][0])
-                client_auc[r, k] = roc_auc(tests[k][1], p)
-                client_acc[r, k] = accuracy(tests[k][1], p)
+                X_test, y_test = self._tests[k]
+                p = predict_proba(self._client_model(k), X_test)
+                client_auc[r, k] = roc_auc(y_test, p)
+                client_acc[r, k] = accuracy(y_test, p)
         self.history_ = {
             "auc": np.nanmean(client_auc[:, honest], axis=1),
             "accuracy": np.nanmean(client_acc[:, honest], axis=1),
@@ -113,6 +135,9 @@ class FederatedAlgorithm(BaseEstimator):
 
     def _prepare(self, scenario: FederatedScenario) -> None:
         """Hook run before the features are built (pTopoFL computes descriptors here)."""
+
+    def _client_changed(self, k: int, client) -> None:
+        """Hook run when client ``k``'s data change in a continual scenario."""
 
     def predict_proba(self, X, client: int = 0) -> np.ndarray:
         """P(y = 1) for raw features ``X`` under the model deployed by ``client``."""

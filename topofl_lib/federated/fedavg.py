@@ -37,7 +37,11 @@ class FedAvg(FederatedAlgorithm):
     def _round(self, r):
         w = self.coef_
         local = np.array([self._train(k, w, self._extra(k))[0] for k in range(self.n_clients_)])
-        self.coef_ = self._n @ local / self._n.sum()
+        self.coef_ = self._aggregate(local)
+
+    def _aggregate(self, local: np.ndarray) -> np.ndarray:
+        """Server rule: the data-volume weighted mean (robust variants override it)."""
+        return self._n @ local / self._n.sum()
 
     def _client_model(self, k):
         return self.coef_

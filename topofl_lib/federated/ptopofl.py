@@ -25,8 +25,15 @@ distribution change, not subsampling noise. A client whose data are unchanged si
 last round reuses its descriptor (a cache keyed by a hash of the data), so with static
 data (Scenarios A/B) tracking is free and the drift is exactly 0.
 
-What the clients send is the descriptor and their model; with ``distance="wasserstein"``
-they also send their persistence diagrams.
+What the clients send is the descriptor *and their model* (Algorithm 1: "Transmit
+phi_k and theta_k"); with ``distance="wasserstein"`` they also send their persistence
+diagrams. So pTopoFL does not remove the model-update channel that gradient-inversion
+attacks use; see the privacy notebook.
+
+Differentially private descriptors (``descriptor_mechanism``): each client releases
+``mechanism.release(phi / ||phi||)`` once, in round 0, and the server sees only that
+(:mod:`topofl_lib.privacy.mechanisms`). Signature tracking is then off, since every
+further release would spend more privacy budget.
 """
 
 from __future__ import annotations
@@ -81,6 +88,17 @@ class PTopoFL(FederatedAlgorithm):
         Descriptor options (:func:`topofl_lib.topology.topological_descriptor`).
     track_signatures : bool, default=True
         Recompute descriptors every round and record drift (Sec. 3.5).
+    drift_threshold : float or None, default=None
+        Re-cluster (Sec. 3.5) when a client's drift statistic exceeds this. ``None``
+        never re-clusters. Needs ``track_signatures``.
+    drift_window : int, default=3
+        The drift statistic of a client is the distance between the mean of its
+        normalised signatures over the last ``drift_window`` rounds and their mean over
+        the first ``drift_window`` rounds after the last clustering (averaging damps the
+        round-to-round sampling noise of a client whose records are renewed each round).
+    descriptor_mechanism : object with ``release(x, random_state)``, optional
+        A DP mechanism (e.g. :class:`topofl_lib.privacy.GaussianMechanism`) applied to the
+        normalised descriptors before the server sees them. Requires ``distance="l2"``.
 
     Attributes
     ----------
@@ -91,7 +109,13 @@ class PTopoFL(FederatedAlgorithm):
     weights_ : ndarray (K,)  Eq. 6 weights (sum to 1 within each cluster)
     cluster_models_ : ndarray (M, dim)  blended models after the last round
     signatures_ : ndarray (n_rounds, K, 48) or None
-    drift_ : ndarray (K,) or None
+    drift_ : ndarray (K,) or None  Eq. 9 on normalised descriptors
+    consensus_weights_ : ndarray (K,)  weight of each client in the consensus of Eq. 7,
+        ``|C_j|/K * w_k`` (sums to 1); the "aggregation weight" of Theorem 5
+    weight_history_ : ndarray (n_rounds, K)  ``consensus_weights_`` in each round
+    local_models_ : ndarray (K, dim)  the models the clients returned in the last round
+    drift_statistic_ : ndarray (n_rounds, K)  the drift statistic (NaN until defined)
+    recluster_rounds_ : list of int  rounds (1-based) after which drift re-clustered
     """
 
     name = "pTopoFL"
@@ -99,7 +123,8 @@ class PTopoFL(FederatedAlgorithm):
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
                  n_clusters=2, beta=0.3, tau=2.0, distance="l2", use_trust=True,
                  augment=True, n_sub=80, n_thresholds=20, persistence="ripser",
-                 h1_grid="own", track_signatures=True, random_state=None):
+                 h1_grid="own", track_signatures=True, drift_threshold=None,
+                 drift_window=3, descriptor_mechanism=None, random_state=None):
         self.n_rounds = n_rounds
         self.lr = lr
         self.local_epochs = local_epochs
@@ -116,6 +141,9 @@ class PTopoFL(FederatedAlgorithm):
         self.persistence = persistence
         self.h1_grid = h1_grid
         self.track_signatures = track_signatures
+        self.drift_threshold = drift_threshold
+        self.drift_window = drift_window
+        self.descriptor_mechanism = descriptor_mechanism
         self.random_state = random_state
 
     def _validate_params(self):
@@ -128,6 +156,15 @@ class PTopoFL(FederatedAlgorithm):
         check_int(self.n_thresholds, "n_thresholds", low=2)
         check_choice(self.persistence, "persistence", PERSISTENCE_METHODS)
         check_choice(self.h1_grid, "h1_grid", H1_GRIDS)
+        if self.drift_threshold is not None:
+            check_real(self.drift_threshold, "drift_threshold", low=0.0, low_open=True)
+        check_int(self.drift_window, "drift_window", low=1)
+        if self.descriptor_mechanism is not None:
+            if not callable(getattr(self.descriptor_mechanism, "release", None)):
+                raise TypeError("descriptor_mechanism must have a release(x, random_state) method")
+            if self.distance != "l2":
+                raise ValueError("descriptor_mechanism requires distance='l2' (diagrams are "
+                                 "not privatised)")
 
     def _topology(self, k, X):
         digest = hashlib.blake2b(np.ascontiguousarray(X).tobytes(), digest_size=16).digest()
@@ -149,24 +186,37 @@ class PTopoFL(FederatedAlgorithm):
         self._client_seeds = self._rng.integers(0, 2**32 - 1, size=K)
         self._topology_cache = {}
         tops = [self._topology(k, c.X_train) for k, c in enumerate(clients)]
-        self.descriptors_ = np.array([t[0] for t in tops])
-        if self.distance == "l2":
-            self.distances_ = descriptor_distances(self.descriptors_)
-        else:
-            self.distances_ = diagram_distances([t[1] for t in tops])
-        self.labels_ = cluster_clients(self.distances_, self.n_clusters)
-        if self.use_trust:
-            self.trust_, self.z_scores_ = trust_weights(self.distances_, self.tau)
-        else:
-            self.z_scores_ = trust_weights(self.distances_, self.tau)[1]
-            self.trust_ = np.ones(K)
-        sizes = np.array([c.n_train for c in clients], dtype=np.float64)
-        self.weights_ = intra_cluster_weights(
-            normalise_descriptors(self.descriptors_), self.labels_, sizes, self.trust_
-        )
+        descriptors = np.array([t[0] for t in tops])
+        if self.descriptor_mechanism is not None:
+            descriptors = self.descriptor_mechanism.release(
+                normalise_descriptors(descriptors), self._rng)
+        self._server_step(descriptors, [t[1] for t in tops],
+                          np.array([c.n_train for c in clients], dtype=np.float64))
         self._augmentation = [
             self._augmentation_stats(c.X_train, t) for c, t in zip(clients, tops, strict=True)
         ]
+        self.recluster_rounds_ = []
+
+    def _server_step(self, descriptors, diagrams, sizes) -> None:
+        """Round-0 server work (and re-clustering): distances, clusters, trust, Eq. 6."""
+        K = descriptors.shape[0]
+        self.descriptors_ = descriptors
+        if self.distance == "l2":
+            self.distances_ = descriptor_distances(descriptors)
+        else:
+            self.distances_ = diagram_distances(diagrams)
+        self.labels_ = cluster_clients(self.distances_, self.n_clusters)
+        self.trust_, self.z_scores_ = trust_weights(self.distances_, self.tau)
+        if not self.use_trust:
+            self.trust_ = np.ones(K)
+        self.weights_ = intra_cluster_weights(
+            normalise_descriptors(descriptors), self.labels_, sizes, self.trust_)
+        self._cluster_sizes = np.bincount(self.labels_)
+        self.consensus_weights_ = self._cluster_sizes[self.labels_] / K * self.weights_
+
+    def _client_changed(self, k, client):
+        self._augmentation[k] = self._augmentation_stats(
+            client.X_train, self._topology(k, client.X_train))
 
     @staticmethod
     def _augmentation_stats(X, topology):
@@ -187,24 +237,47 @@ class PTopoFL(FederatedAlgorithm):
         return np.hstack([X, dist, np.broadcast_to(constants, (X.shape[0], 3))])
 
     def _setup(self, K, dim):
-        M = int(self.labels_.max()) + 1
-        self.cluster_models_ = np.zeros((M, dim))
-        self._cluster_sizes = np.bincount(self.labels_, minlength=M)
+        self.cluster_models_ = np.zeros((self._cluster_sizes.size, dim))
+        self.weight_history_ = np.zeros((self.n_rounds, K))
+        self.drift_statistic_ = np.full((self.n_rounds, K), np.nan)
+        self._since = 0
+        self._tracking = self.track_signatures and self.descriptor_mechanism is None
         self.signatures_ = np.empty((self.n_rounds, K, self.descriptors_.shape[1])) \
-            if self.track_signatures else None
+            if self._tracking else None
         self.drift_ = None
 
     def _round(self, r):
         K = self.n_clients_
         local = np.array([self._train(k, self.cluster_models_[self.labels_[k]])[0]
                           for k in range(K)])
+        self.local_models_ = local
         theta = cluster_models(local, self.labels_, self.weights_)
         self.cluster_models_ = blend_clusters(theta, self._cluster_sizes, self.beta)
-        if self.track_signatures:
-            clients = self._scenario.clients
-            self.signatures_[r] = [self._topology(k, c.X_train)[0] for k, c in enumerate(clients)]
+        self.weight_history_[r] = self.consensus_weights_
+        if self._tracking:
+            tops = [self._topology(k, c.X_train) for k, c in enumerate(self._clients)]
+            self.signatures_[r] = [t[0] for t in tops]
             normed = np.stack([normalise_descriptors(s) for s in self.signatures_[:r + 1]])
             self.drift_ = np.linalg.norm(normed - normed[0], axis=2).mean(axis=0)
+            w = self.drift_window
+            if r + 1 - self._since >= 2 * w:
+                reference = normed[self._since:self._since + w].mean(axis=0)
+                current = normed[r + 1 - w:r + 1].mean(axis=0)
+                self.drift_statistic_[r] = np.linalg.norm(current - reference, axis=1)
+                if (self.drift_threshold is not None
+                        and np.any(self.drift_statistic_[r] > self.drift_threshold)):
+                    self._recluster(r, tops)
+
+    def _recluster(self, r, tops) -> None:
+        """Sec. 3.5: re-cluster on the current signatures; new clusters start from the
+        mean of the models their members were using."""
+        in_use = self.cluster_models_[self.labels_]
+        self._server_step(np.array([t[0] for t in tops]), [t[1] for t in tops], self._n)
+        M = self._cluster_sizes.size
+        self.cluster_models_ = np.array([in_use[self.labels_ == j].mean(axis=0)
+                                         for j in range(M)])
+        self._since = r
+        self.recluster_rounds_.append(r + 1)
 
     def _client_model(self, k):
         return self.cluster_models_[self.labels_[k]]

@@ -26,6 +26,8 @@ statistic in :mod:`topofl_lib.topology.descriptor` uses finite pairs only.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from ripser import ripser
 from scipy.sparse.csgraph import minimum_spanning_tree
@@ -44,7 +46,11 @@ def _finite(dgm: np.ndarray) -> np.ndarray:
 
 
 def _ripser_diagrams(X: np.ndarray) -> list[np.ndarray]:
-    dgms = ripser(X, maxdim=1)["dgms"]
+    with warnings.catch_warnings():
+        # ripser warns when a cloud has fewer points than dimensions or is square; both
+        # are legitimate point clouds here (small clients, inversion attacks).
+        warnings.filterwarnings("ignore", message="The input", category=UserWarning)
+        dgms = ripser(X, maxdim=1)["dgms"]
     return [_finite(dgms[0]), _finite(dgms[1])]
 
 

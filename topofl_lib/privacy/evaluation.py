@@ -1,0 +1,298 @@
+"""Multi-seed privacy experiments of the privacy notebook (proxies, attacks, DP utility).
+
+Each runner returns a tidy :class:`pandas.DataFrame` with one row per (seed, client,
+setting); the notebook only aggregates and plots them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from .._validation import check_int, check_real
+from ..data.scenarios import FederatedScenario, make_scenario
+from ..federated import FedAvg, PTopoFL
+from ..topology.descriptor import DESCRIPTOR_NAMES, topological_descriptor
+from .attacks import (
+    invert_batch_gradient,
+    invert_descriptor,
+    invert_single_gradient,
+    logistic_data_gradient,
+    membership_inference,
+    reconstruction_metrics,
+)
+from .mechanisms import GaussianMechanism
+from .proxies import mi_proxy_bits, reconstruction_risk_gradient, reconstruction_risk_topology
+
+__all__ = [
+    "descriptor_inversion_experiment",
+    "dp_utility_experiment",
+    "gradient_inversion_experiment",
+    "membership_experiment",
+    "privacy_claim_values",
+    "proxy_table",
+]
+
+M = len(DESCRIPTOR_NAMES)
+
+
+def _seeds(seeds) -> list[int]:
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds is empty")
+    return [check_int(s, "seed", low=0) for s in seeds]
+
+
+def _attacked_model(scenario: FederatedScenario, seed: int) -> np.ndarray:
+    """The global model after one FedAvg round: what the server broadcasts in round 2."""
+    return FedAvg(n_rounds=1, random_state=seed).fit(scenario).coef_
+
+
+def _population(scenario: FederatedScenario, k: int) -> np.ndarray:
+    """Records of every other client: the attacker's sample of the population."""
+    return np.vstack([c.X_train for j, c in enumerate(scenario.clients) if j != k])
+
+
+def proxy_table(scenarios: Sequence[str] = ("healthcare", "benchmark"),
+                seeds: Iterable[int] = range(10), alpha_c: float = 0.1) -> pd.DataFrame:
+    """The paper's proxies for every client of every scenario realisation.
+
+    Columns: scenario, seed, client, n, d, p (model parameters: d + 1),
+    rho_grad, rho_topo, mi_grad_bits, mi_topo_bits.
+    """
+    rows = []
+    for name in scenarios:
+        for seed in _seeds(seeds):
+            scen = make_scenario(name, random_state=seed)
+            d = scen.n_features
+            p = d + 1
+            for k, c in enumerate(scen.clients):
+                rows.append({
+                    "scenario": name, "seed": seed, "client": k, "n": c.n_train, "d": d,
+                    "p": p,
+                    "rho_grad": float(reconstruction_risk_gradient(p, c.n_train, d)),
+                    "rho_topo": float(reconstruction_risk_topology(M, c.n_train, d, alpha_c)),
+                    "mi_grad_bits": mi_proxy_bits(p, 1.0),
+                    "mi_topo_bits": mi_proxy_bits(M, alpha_c),
+                })
+    return pd.DataFrame(rows)
+
+
+def gradient_inversion_experiment(
+    scenario: str = "healthcare",
+    seeds: Iterable[int] = range(3),
+    batch_sizes: Sequence[int] = (1, 2, 4, 8, 16),
+    tol: float = 0.1,
+    n_iter: int = 1500,
+    max_clients: int | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Invert honest clients' logistic gradients at the round-2 global model.
+
+    For each honest client and batch size ``B`` a batch of ``B`` training records is
+    drawn and its data gradient computed (the first ``max_clients`` honest clients, all
+    if None). Attacks: ``closed_form`` (B = 1 only),
+    ``optimisation`` (all B) and the baseline ``population_guess`` (B records drawn
+    from other clients). Columns: scenario, seed, client, batch_size, attack,
+    recovered, relative_error, cosine.
+    """
+    check_real(tol, "tol", low=0.0, low_open=True)
+    for b in batch_sizes:
+        check_int(b, "batch_size", low=1)
+    rows = []
+    seeds = _seeds(seeds)
+    bar = tqdm(total=len(seeds), desc=f"gradient inversion ({scenario})", disable=not progress)
+    for seed in seeds:
+        scen = make_scenario(scenario, random_state=seed)
+        w = _attacked_model(scen, seed)
+        rng = np.random.default_rng(seed)
+        honest = [k for k, c in enumerate(scen.clients) if not c.adversarial]
+        for k in honest[:max_clients]:
+            c = scen.clients[k]
+            pop = _population(scen, k)
+            for B in batch_sizes:
+                if B > c.n_train:
+                    continue
+                idx = rng.choice(c.n_train, B, replace=False)
+                X, y = c.X_train[idx], c.y_train[idx]
+                g = logistic_data_gradient(w, X, y)
+                attempts = {
+                    "optimisation": invert_batch_gradient(g, w, B, n_iter=n_iter,
+                                                          random_state=rng),
+                    "population_guess": pop[rng.choice(pop.shape[0], B, replace=False)],
+                }
+                if B == 1:
+                    attempts["closed_form"] = invert_single_gradient(g)[0][None, :]
+                for attack, X_hat in attempts.items():
+                    rows.append({"scenario": scenario, "seed": seed, "client": k,
+                                 "batch_size": B, "attack": attack,
+                                 **reconstruction_metrics(X_hat, X, tol)})
+        bar.update()
+    bar.close()
+    return pd.DataFrame(rows)
+
+
+def descriptor_inversion_experiment(
+    scenario: str = "healthcare",
+    seeds: Iterable[int] = range(3),
+    n_sub: int = 80,
+    n_iter: int = 1000,
+    tol: float = 0.1,
+    max_clients: int | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Invert honest clients' descriptors and score the result against their records.
+
+    The client's descriptor uses its private subsample seed; the attacker searches
+    ``min(n, n_sub)`` records (:func:`~topofl_lib.privacy.attacks.invert_descriptor`)
+    starting from a population sample. Rows for ``attack="descriptor_inversion"`` (after
+    the search) and ``"population_guess"`` (the starting sample, i.e. no search) are
+    scored against *all* the client's training records. ``descriptor_error`` is the
+    scaled descriptor mismatch the search minimises.
+    """
+    check_int(n_iter, "n_iter", low=1)
+    rows = []
+    seeds = _seeds(seeds)
+    bar = tqdm(total=len(seeds), desc=f"descriptor inversion ({scenario})", disable=not progress)
+    for seed in seeds:
+        scen = make_scenario(scenario, random_state=seed)
+        rng = np.random.default_rng(seed)
+        honest = [k for k, c in enumerate(scen.clients) if not c.adversarial]
+        for k in honest[:max_clients]:
+            c = scen.clients[k]
+            phi = topological_descriptor(c.X_train, n_sub, strict=False,
+                                         random_state=int(rng.integers(2**31 - 1)))
+            n_points = min(c.n_train, n_sub)
+            attack_seed = int(rng.integers(2**31 - 1))
+            X_hat, losses = invert_descriptor(phi, _population(scen, k), n_points,
+                                              n_iter=n_iter, random_state=attack_seed)
+            X0, _ = invert_descriptor(phi, _population(scen, k), n_points, n_iter=0,
+                                      random_state=attack_seed)
+            for attack, Z, err in (("descriptor_inversion", X_hat, losses[-1]),
+                                   ("population_guess", X0, losses[0])):
+                rows.append({"scenario": scenario, "seed": seed, "client": k,
+                             "attack": attack, "descriptor_error": err,
+                             **reconstruction_metrics(Z, c.X_train, tol)})
+        bar.update()
+    bar.close()
+    return pd.DataFrame(rows)
+
+
+def membership_experiment(
+    scenario: str = "healthcare",
+    seeds: Iterable[int] = range(3),
+    n: int = 100,
+    n_targets: int = 50,
+    n_shadow: int = 16,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Membership-inference AUC on the gradient and the descriptor channel per seed.
+
+    The population is the pooled training data of the scenario realisation; gradients
+    are taken at the round-2 FedAvg model. Columns: scenario, seed, n, channel, auc.
+    """
+    rows = []
+    seeds = _seeds(seeds)
+    bar = tqdm(total=2 * len(seeds), desc=f"membership ({scenario})", disable=not progress)
+    for seed in seeds:
+        scen = make_scenario(scenario, random_state=seed)
+        X = np.vstack([c.X_train for c in scen.clients])
+        y = np.concatenate([c.y_train for c in scen.clients])
+        w = _attacked_model(scen, seed)
+        for channel in ("gradient", "descriptor"):
+            res = membership_inference(X, y, n, channel, w=w, n_targets=n_targets,
+                                       n_shadow=n_shadow, random_state=seed)
+            rows.append({"scenario": scenario, "seed": seed, "n": n, "channel": channel,
+                         "auc": res["auc"]})
+            bar.update()
+    bar.close()
+    return pd.DataFrame(rows)
+
+
+def dp_utility_experiment(
+    scenario: str = "healthcare",
+    seeds: Iterable[int] = range(5),
+    epsilons: Sequence[float] = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0),
+    delta: float = 1e-5,
+    n_rounds: int = 15,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Final AUC of pTopoFL with Gaussian-DP descriptors for each epsilon.
+
+    ``epsilon = inf`` rows are the non-private pTopoFL, and FedAvg rows give the
+    topology-free reference. Columns: scenario, seed, method, epsilon, sigma, auc.
+    """
+    for e in epsilons:
+        check_real(e, "epsilon", low=0.0, low_open=True)
+    rows = []
+    seeds = _seeds(seeds)
+    bar = tqdm(total=len(seeds), desc=f"DP utility ({scenario})", disable=not progress)
+    for seed in seeds:
+        scen = make_scenario(scenario, random_state=seed)
+        fedavg = FedAvg(n_rounds=n_rounds, random_state=seed).fit(scen)
+        rows.append({"scenario": scenario, "seed": seed, "method": "FedAvg",
+                     "epsilon": np.inf, "sigma": 0.0, "auc": fedavg.history_["auc"][-1]})
+        for eps in [*epsilons, np.inf]:
+            mech = None if np.isinf(eps) else GaussianMechanism(eps, delta)
+            est = PTopoFL(n_rounds=n_rounds, descriptor_mechanism=mech,
+                          random_state=seed).fit(scen)
+            rows.append({"scenario": scenario, "seed": seed, "method": "pTopoFL",
+                         "epsilon": eps, "sigma": 0.0 if mech is None else mech.sigma,
+                         "auc": est.history_["auc"][-1]})
+        bar.update()
+    bar.close()
+    return pd.DataFrame(rows)
+
+
+def privacy_claim_values(proxies: pd.DataFrame, gradinv: pd.DataFrame, descinv: pd.DataFrame,
+                         mia: pd.DataFrame, dp: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Per-seed values of the ``ptopofl.privacy.*`` and ``topofl.privacy.*`` claims.
+
+    Proxies are averaged over all clients of both scenarios within a seed (the paper's
+    "mean reconstruction risk across client configurations"); attack and DP claims use
+    the healthcare rows, averaged within a seed.
+    """
+    out = {}
+    per_seed = proxies.groupby("seed")
+    out["ptopofl.privacy.rho_grad"] = per_seed["rho_grad"].mean().to_numpy()
+    out["ptopofl.privacy.rho_topo"] = per_seed["rho_topo"].mean().to_numpy()
+    out["ptopofl.privacy.ratio"] = (per_seed["rho_grad"].mean()
+                                    / per_seed["rho_topo"].mean()).to_numpy()
+    out["ptopofl.privacy.mi_grad"] = per_seed["mi_grad_bits"].mean().to_numpy()
+    out["ptopofl.privacy.mi_topo"] = per_seed["mi_topo_bits"].mean().to_numpy()
+
+    def seedwise(df, column, **where):
+        m = df["scenario"] == "healthcare"
+        for key, value in where.items():
+            m &= df[key] == value
+        return df[m].groupby("seed")[column].mean().to_numpy()
+
+    g = gradinv
+    for attack, key in (("closed_form", "closed_form"), ("optimisation", "optim"),
+                        ("population_guess", "guess")):
+        v = seedwise(g, "recovered", attack=attack, batch_size=1)
+        if v.size:
+            out[f"topofl.privacy.gradinv.{key}.b1.recovered"] = v
+    v = seedwise(g, "recovered", attack="optimisation", batch_size=4)
+    if v.size:
+        out["topofl.privacy.gradinv.optim.b4.recovered"] = v
+    out["topofl.privacy.gradinv.optim.b1.cosine"] = seedwise(
+        g, "cosine", attack="optimisation", batch_size=1)
+    out["topofl.privacy.gradinv.guess.b1.cosine"] = seedwise(
+        g, "cosine", attack="population_guess", batch_size=1)
+    out["topofl.privacy.descinv.recovered"] = seedwise(
+        descinv, "recovered", attack="descriptor_inversion")
+    out["topofl.privacy.descinv.relerr"] = seedwise(
+        descinv, "relative_error", attack="descriptor_inversion")
+    out["topofl.privacy.descinv.guess.relerr"] = seedwise(
+        descinv, "relative_error", attack="population_guess")
+    out["topofl.privacy.mia.gradient.auc"] = seedwise(mia, "auc", channel="gradient", n=100)
+    out["topofl.privacy.mia.descriptor.auc"] = seedwise(mia, "auc", channel="descriptor", n=100)
+    for eps, key in ((1.0, "eps1"), (100.0, "eps100"), (np.inf, "nodp")):
+        v = seedwise(dp, "auc", method="pTopoFL", epsilon=eps)
+        if v.size:
+            out[f"topofl.privacy.dp.{key}.auc"] = v
+    return {k: v for k, v in out.items() if np.size(v)}

@@ -1,0 +1,134 @@
+r"""Differentially private release of topological descriptors.
+
+The pTopoFL server uses only the direction of a descriptor,
+:math:`u = \phi/\|\phi\|_2` (clustering, trust and Eq. 6 weights all work on
+l2-normalised descriptors). Every :math:`u` lies on the unit sphere, so for *any* two
+datasets :math:`\|u(D) - u(D')\|_2 \le 2`: the L2 sensitivity is 2 whatever the
+adjacency relation, with no appeal to the stability theorem (which does not bound the
+Betti-curve counts). For the Laplace mechanism the released vector is clipped to L1
+norm ``clip`` (default :math:`\sqrt m`, which leaves unit vectors unchanged), giving L1
+sensitivity ``2 * clip``.
+
+* :class:`GaussianMechanism`: (epsilon, delta)-DP. ``calibration="analytic"`` (default)
+  is the analytic Gaussian mechanism of Balle & Wang (2018), the smallest sigma with
+  :math:`\Phi(\frac{\Delta}{2\sigma} - \frac{\varepsilon\sigma}{\Delta}) - e^\varepsilon
+  \Phi(-\frac{\Delta}{2\sigma} - \frac{\varepsilon\sigma}{\Delta}) \le \delta`, valid for
+  every epsilon > 0; ``"classic"`` is :math:`\sigma = \Delta\sqrt{2\ln(1.25/\delta)}/\varepsilon`
+  (Dwork & Roth, Thm A.1), proven only for epsilon < 1.
+* :class:`LaplaceMechanism`: epsilon-DP with scale :math:`b = \Delta_1/\varepsilon`.
+
+A released descriptor costs its epsilon once per release; pTopoFL releases once (round 0).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.stats import norm
+
+from .._validation import check_choice, check_random_state, check_real
+
+__all__ = ["GaussianMechanism", "LaplaceMechanism", "analytic_gaussian_sigma", "clip_norm"]
+
+
+def clip_norm(x, bound: float, ord: int = 2) -> np.ndarray:
+    """Scale each row of ``x`` so that its ``ord``-norm is at most ``bound``."""
+    check_real(bound, "bound", low=0.0, low_open=True)
+    x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+    norms = np.linalg.norm(x, ord=ord, axis=1, keepdims=True)
+    return x * np.minimum(1.0, bound / np.maximum(norms, 1e-300))
+
+
+def _check_eps_delta(epsilon, delta):
+    check_real(epsilon, "epsilon", low=0.0, low_open=True)
+    if delta is not None:
+        check_real(delta, "delta", low=0.0, low_open=True)
+        if delta >= 1:
+            raise ValueError(f"delta must be < 1, got {delta}")
+
+
+def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
+    """Smallest sigma making the Gaussian mechanism (epsilon, delta)-DP (Balle & Wang 2018)."""
+    _check_eps_delta(epsilon, delta)
+    check_real(sensitivity, "sensitivity", low=0.0, low_open=True)
+
+    def excess(sigma):
+        a = sensitivity / (2 * sigma)
+        b = epsilon * sigma / sensitivity
+        # e^eps * Phi(-a - b) in log space: exp(eps) overflows for large epsilon
+        return norm.cdf(a - b) - np.exp(epsilon + norm.logcdf(-a - b)) - delta
+
+    lo, hi = 1e-6 * sensitivity, sensitivity
+    while excess(hi) > 0:
+        hi *= 2.0
+    return float(brentq(excess, lo, hi, xtol=1e-12 * sensitivity, rtol=1e-12))
+
+
+class GaussianMechanism:
+    """Add N(0, sigma^2 I) calibrated to (epsilon, delta) and an L2 sensitivity.
+
+    Parameters
+    ----------
+    epsilon : float > 0
+    delta : float in (0, 1)
+    sensitivity : float, default=2.0
+        L2 sensitivity of the released vector (2 for unit-norm descriptors).
+    calibration : {"analytic", "classic"}
+    """
+
+    def __init__(self, epsilon: float, delta: float = 1e-5, sensitivity: float = 2.0,
+                 calibration: str = "analytic"):
+        _check_eps_delta(epsilon, delta)
+        if delta is None:
+            raise ValueError("delta must be given for the Gaussian mechanism")
+        check_real(sensitivity, "sensitivity", low=0.0, low_open=True)
+        check_choice(calibration, "calibration", ("analytic", "classic"))
+        self.epsilon, self.delta = float(epsilon), float(delta)
+        self.sensitivity, self.calibration = float(sensitivity), calibration
+
+    @property
+    def sigma(self) -> float:
+        """Noise standard deviation per coordinate."""
+        if self.calibration == "classic":
+            return self.sensitivity * np.sqrt(2 * np.log(1.25 / self.delta)) / self.epsilon
+        return analytic_gaussian_sigma(self.epsilon, self.delta, self.sensitivity)
+
+    def release(self, x, random_state=None) -> np.ndarray:
+        """Clip rows of ``x`` to L2 norm ``sensitivity / 2`` and add Gaussian noise."""
+        rng = check_random_state(random_state)
+        x = clip_norm(x, self.sensitivity / 2, ord=2)
+        return x + rng.normal(scale=self.sigma, size=x.shape)
+
+    def __repr__(self) -> str:
+        return (f"GaussianMechanism(epsilon={self.epsilon}, delta={self.delta}, "
+                f"sensitivity={self.sensitivity}, calibration={self.calibration!r})")
+
+
+class LaplaceMechanism:
+    """Add i.i.d. Laplace(b) noise, ``b = 2 * clip / epsilon`` after clipping to L1 norm ``clip``.
+
+    Parameters
+    ----------
+    epsilon : float > 0
+    clip : float, default=sqrt(48)
+        L1 clipping bound; unit-L2 vectors of dimension 48 have L1 norm at most sqrt(48).
+    """
+
+    def __init__(self, epsilon: float, clip: float = float(np.sqrt(48))):
+        _check_eps_delta(epsilon, None)
+        check_real(clip, "clip", low=0.0, low_open=True)
+        self.epsilon, self.clip = float(epsilon), float(clip)
+
+    @property
+    def scale(self) -> float:
+        """Laplace scale ``b`` (noise std is ``sqrt(2) b``)."""
+        return 2.0 * self.clip / self.epsilon
+
+    def release(self, x, random_state=None) -> np.ndarray:
+        """Clip rows of ``x`` to L1 norm ``clip`` and add Laplace noise."""
+        rng = check_random_state(random_state)
+        x = clip_norm(x, self.clip, ord=1)
+        return x + rng.laplace(scale=self.scale, size=x.shape)
+
+    def __repr__(self) -> str:
+        return f"LaplaceMechanism(epsilon={self.epsilon}, clip={self.clip})"
