@@ -1,0 +1,14 @@
+"""Federated clustering under local differential privacy: GFC and its building blocks."""
+
+from .gfc import GravitationalFederatedClustering, gravitational_potential, local_centroids
+from .ldp import laplace_ldp
+from .merge_tree import MergeTree, superlevel_persistence
+
+__all__ = [
+    "GravitationalFederatedClustering",
+    "MergeTree",
+    "gravitational_potential",
+    "laplace_ldp",
+    "local_centroids",
+    "superlevel_persistence",
+]
