@@ -103,3 +103,21 @@ def test_gfc_bad_input(kwargs, data, error, match):
     _, _, clients = _blobs()
     with pytest.raises(error, match=match):
         GravitationalFederatedClustering(3, **kwargs).fit(clients if data is None else data)
+
+
+@pytest.mark.parametrize("name", ["KFed", "MUFC", "NNFC"])
+def test_baselines_recover_blobs_and_share_the_ldp_step(name):
+    """With a large budget every baseline recovers three blobs; a seed fixes the result;
+    bad epsilon and mismatched dimensions raise like GFC's."""
+    import topofl_lib.clustering as cl
+
+    cls = getattr(cl, name)
+    X, y, clients = _blobs()
+    est = cls(3, epsilon=1000, random_state=0).fit(clients)
+    assert adjusted_rand_score(y, est.predict(X)) > 0.95
+    again = cls(3, epsilon=5, random_state=1).fit(clients).cluster_centers_
+    assert np.array_equal(again, cls(3, epsilon=5, random_state=1).fit(clients).cluster_centers_)
+    with pytest.raises(ValueError, match="epsilon"):
+        cls(3, epsilon=0).fit(clients)
+    with pytest.raises(ValueError, match="dimensions"):
+        cls(3).fit([np.ones((20, 2)), np.ones((20, 3))])
