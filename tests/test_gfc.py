@@ -121,3 +121,40 @@ def test_baselines_recover_blobs_and_share_the_ldp_step(name):
         cls(3, epsilon=0).fit(clients)
     with pytest.raises(ValueError, match="dimensions"):
         cls(3).fit([np.ones((20, 2)), np.ones((20, 3))])
+
+
+def test_kmeans_noniid_partition_never_fails():
+    """Algorithm 5 (made total): every record assigned once, no empty client, for many
+    seeds, client counts and a small dataset; deterministic given a seed."""
+    from sklearn.datasets import load_iris
+
+    from topofl_lib.data import kmeans_noniid_partition
+
+    X, y = load_iris(return_X_y=True)
+    for seed in range(60):
+        for n_clients in (2, 10, 30):
+            parts = kmeans_noniid_partition(X, y, n_clients, random_state=seed)
+            assert len(parts) == n_clients
+            assert all(p.size > 0 for p in parts)
+            allidx = np.concatenate(parts)
+            assert np.array_equal(np.sort(allidx), np.arange(len(X)))
+    a = kmeans_noniid_partition(X, y, 10, random_state=5)
+    b = kmeans_noniid_partition(X, y, 10, random_state=5)
+    assert all(np.array_equal(p, q) for p, q in zip(a, b, strict=True))
+    with pytest.raises(ValueError, match="n_clients"):
+        kmeans_noniid_partition(X[:5], y[:5], 10)
+
+
+def test_kmeans_noniid_partition_is_skewed():
+    """Clients other than the last draw from at most two k-means groups, so most hold at
+    most two of the three iris classes' worth of groups (label skew)."""
+    from sklearn.cluster import KMeans
+    from sklearn.datasets import load_iris
+
+    from topofl_lib.data import kmeans_noniid_partition
+
+    X, y = load_iris(return_X_y=True)
+    parts = kmeans_noniid_partition(X, y, 10, random_state=0)
+    assert max(len(p) for p in parts[:-1]) <= len(X) // 10
+    groups = KMeans(3, n_init=3, random_state=0).fit_predict(X)
+    assert np.mean([np.unique(groups[p]).size <= 2 for p in parts[:-1]]) >= 0.5

@@ -1,5 +1,6 @@
 """Federated scenario generators and client containers."""
 
+from .partitions import kmeans_noniid_partition
 from .scenarios import (
     ATTACKS,
     Client,
@@ -14,6 +15,7 @@ __all__ = [
     "ATTACKS",
     "Client",
     "FederatedScenario",
+    "kmeans_noniid_partition",
     "make_benchmark",
     "make_continual",
     "make_healthcare",
