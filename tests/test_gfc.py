@@ -158,3 +158,18 @@ def test_kmeans_noniid_partition_is_skewed():
     assert max(len(p) for p in parts[:-1]) <= len(X) // 10
     groups = KMeans(3, n_init=3, random_state=0).fit_predict(X)
     assert np.mean([np.unique(groups[p]).size <= 2 for p in parts[:-1]]) >= 0.5
+
+
+def test_clustering_experiment_counts_every_run():
+    """Every (method, seed, epsilon) appears; ARI/NMI in [0, 1]; datasets are scaled into
+    the L1 ball of radius 1/2 so that the LDP sensitivity is real."""
+    from topofl_lib.clustering.evaluation import clustering_experiment, load_clustering_dataset
+
+    X, _ = load_clustering_dataset("iris")
+    assert np.abs(X).sum(axis=1).max() == pytest.approx(0.5)
+    df = clustering_experiment(["iris"], [1000.0, 0.1], [0, 1], progress=False)
+    assert len(df) == 2 * 2 * 4
+    assert df[["ari", "nmi"]].apply(lambda c: c.between(-0.5, 1.0)).all().all()
+    assert df.query("epsilon == 1000 and method == 'GFC'")["ari"].min() > 0.3
+    with pytest.raises(ValueError, match="dataset"):
+        load_clustering_dataset("cifar")
