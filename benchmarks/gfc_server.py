@@ -16,9 +16,9 @@ import tracemalloc
 import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
-from sklearn.neighbors import kneighbors_graph
 
 from topofl_lib.clustering import gravitational_potential, superlevel_persistence
+from topofl_lib.clustering.gfc import knn_graph
 
 
 def naive_peak_count(E, A) -> int:
@@ -36,7 +36,7 @@ def naive_peak_count(E, A) -> int:
 def server_step(S, w, m, rng):
     G = rng.uniform(S.min(0), S.max(0), size=(m, S.shape[1]))
     E = gravitational_potential(G, S, w, 2.0, 1.0)
-    A = kneighbors_graph(G, 10)
+    A = knn_graph(G, 10)
     return E, A, superlevel_persistence(E, A)
 
 
@@ -48,7 +48,7 @@ def run(n_centroids: int, d: int, multiplier: int, rng) -> dict:
     G = rng.uniform(S.min(0), S.max(0), size=(m, d))
     E = gravitational_potential(G, S, w, 2.0, 1.0)
     t1 = time.perf_counter()
-    A = kneighbors_graph(G, 10)
+    A = knn_graph(G, 10)
     t2 = time.perf_counter()
     tree = superlevel_persistence(E, A)
     t3 = time.perf_counter()

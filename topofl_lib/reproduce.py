@@ -48,6 +48,15 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
                   "betas": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0],
                   "cluster_counts": [1, 2, 3, 4, 5, 6]},
     },
+    "gfc_clustering": {
+        "quick": {"profile": "quick", "n_seeds": 2},
+        "paper": {"profile": "paper", "n_seeds": 10,
+                  "epsilons": [1000.0, 100.0, 10.0, 1.0, 0.1, 0.05, 0.01],
+                  "datasets": ["iris", "wine", "breast_cancer", "digits", "mnist5k", "blobs2d",
+                               "blobs10d"],
+                  "local_counts": [5, 15, 30, 60], "client_counts": [100, 1000],
+                  "scalability_seeds": 10},
+    },
     "privacy_analysis": {
         "quick": {"profile": "quick", "n_seeds": 3, "attack_seeds": 1, "attack_clients": 2,
                   "batch_sizes": [1, 2, 4], "gradient_iters": 300, "descriptor_iters": 150,

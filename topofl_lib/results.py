@@ -23,6 +23,7 @@ __all__ = [
     "CLAIM_COLUMNS",
     "ablation_claim_values",
     "continual_claim_values",
+    "gfc_claim_values",
     "robustness_claim_values",
     "claim_rows",
     "collect_claims",
@@ -171,3 +172,33 @@ def continual_claim_values(per_seed: pd.DataFrame) -> dict[str, np.ndarray]:
     return {"ptopofl.continual.drift": ordered["mean_drift"].to_numpy(dtype=np.float64),
             "topofl.continual.detected": ordered["detected"].dropna().to_numpy(dtype=np.float64),
             "topofl.continual.false_alarms": ordered["false_alarms"].to_numpy(dtype=np.float64)}
+
+
+def gfc_claim_values(main: pd.DataFrame, multiplier: pd.DataFrame | None = None,
+                     scalability: pd.DataFrame | None = None) -> dict[str, np.ndarray]:
+    """``gfc.*`` ids (MNIST rows measured on MNIST-5k in 2-D; Table 1 is in percent)."""
+    keys = {"GFC": "gfc", "k-FED": "kfed", "MUFC": "mufc", "NN-FC": "nnfc"}
+    known = set(load_paper_claims().index)
+    out = {}
+    for (dataset, eps, method), g in main.groupby(["dataset", "epsilon", "method"]):
+        for metric in ("ari", "nmi"):
+            v = g.sort_values("seed")[metric].to_numpy(dtype=np.float64)
+            if dataset == "mnist5k":
+                cid = f"gfc.t1.mnist.eps{eps:g}.{metric}.{keys[method]}"
+                v = 100 * v
+            else:
+                cid = f"topofl.gfc.{dataset}.eps{eps:g}.{metric}.{keys[method]}"
+            if cid in known:
+                out[cid] = v
+    if multiplier is not None:
+        for (alpha, eps), g in multiplier.groupby(["alpha", "epsilon"]):
+            cid = f"gfc.t3.eps{eps:g}.alpha{alpha:g}.ari"
+            if cid in known:
+                out[cid] = g.sort_values("seed")["ari"].to_numpy(dtype=np.float64)
+    if scalability is not None:
+        g = scalability[(scalability["n_clients"] == 1000) & (scalability["method"] == "GFC")
+                        & (scalability["epsilon"] == 0.01)]
+        if len(g):
+            out["gfc.t6.mnist1000.ari"] = g.sort_values("seed")["ari"].to_numpy(dtype=np.float64)
+            out["gfc.t6.mnist1000.nmi"] = g.sort_values("seed")["nmi"].to_numpy(dtype=np.float64)
+    return out

@@ -23,6 +23,8 @@ Every method privatises each client's records with
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy.spatial.distance import cdist
 from sklearn.base import BaseEstimator, ClusterMixin
@@ -143,6 +145,9 @@ class NNFC(_OneShot):
         k = min(self.n_clusters, len(R))
         A = kneighbors_graph(R, min(self.k2, len(R) - 1), include_self=False)
         A = 0.5 * (A + A.T)
-        labels = SpectralClustering(k, affinity="precomputed", random_state=self._seed(rng),
-                                    assign_labels="cluster_qr").fit_predict(A.toarray())
+        with warnings.catch_warnings():
+            # a disconnected k2-NN graph is a legitimate outcome under heavy noise
+            warnings.filterwarnings("ignore", message="Graph is not fully connected")
+            labels = SpectralClustering(k, affinity="precomputed", random_state=self._seed(rng),
+                                        assign_labels="cluster_qr").fit_predict(A.toarray())
         return np.array([R[labels == j].mean(axis=0) for j in range(k) if np.any(labels == j)])

@@ -35,16 +35,19 @@ would become a "peak".
 from __future__ import annotations
 
 import numpy as np
+from scipy import sparse
+from scipy.spatial import cKDTree
 from scipy.spatial.distance import cdist, pdist
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
-from sklearn.neighbors import kneighbors_graph, radius_neighbors_graph
+from sklearn.neighbors import radius_neighbors_graph
 
 from .._validation import check_choice, check_int, check_points, check_random_state, check_real
 from .ldp import laplace_ldp
 from .merge_tree import superlevel_persistence
 
-__all__ = ["GravitationalFederatedClustering", "gravitational_potential", "local_centroids"]
+__all__ = ["GravitationalFederatedClustering", "gravitational_potential", "knn_graph",
+           "local_centroids"]
 
 MASSES = ("variance", "sse", "inverse")
 GRAPHS = ("knn", "radius")
@@ -75,6 +78,14 @@ def local_centroids(X, n_local: int, mass: str = "variance", sigma: float | None
     return C, w
 
 
+def knn_graph(G: np.ndarray, k: int) -> sparse.csr_matrix:
+    """Directed k-nearest-neighbour adjacency (scipy's cKDTree, all cores)."""
+    _, idx = cKDTree(G, leafsize=32).query(G, k=k + 1, workers=-1)
+    rows = np.repeat(np.arange(G.shape[0]), k)
+    return sparse.csr_matrix((np.ones(rows.size), (rows, idx[:, 1:].ravel())),
+                             shape=(G.shape[0], G.shape[0]))
+
+
 def gravitational_potential(G, C, w, p: float = 2.0, delta: float = 1.0,
                             chunk: int = 2048) -> np.ndarray:
     """E(g) = sum_a w_a / (||g - c_a||^p + delta) for every row of ``G``.
@@ -87,15 +98,18 @@ def gravitational_potential(G, C, w, p: float = 2.0, delta: float = 1.0,
     C = np.asarray(C, dtype=np.float64)
     w = np.asarray(w, dtype=np.float64)
     E = np.empty(G.shape[0])
-    c2 = (C**2).sum(axis=1)
+    # ||g - c||^2 + delta as one matrix product of augmented rows:
+    # [g, 1, |g|^2] . [-2c, |c|^2 + delta, 1]
+    right = np.hstack([-2.0 * C, (C**2).sum(axis=1, keepdims=True) + delta,
+                       np.ones((C.shape[0], 1))]).T
     for start in range(0, G.shape[0], chunk):
         g = G[start:start + chunk]
         if p == 2:
-            d = (g**2).sum(axis=1)[:, None] + c2[None, :] - 2.0 * (g @ C.T)
-            np.maximum(d, 0.0, out=d)
+            left = np.hstack([g, np.ones((g.shape[0], 1)), (g**2).sum(axis=1, keepdims=True)])
+            d = left @ right
+            np.maximum(d, delta, out=d)  # rounding can undercut delta when g is at a centroid
         else:
-            d = cdist(g, C) ** p
-        d += delta
+            d = cdist(g, C) ** p + delta
         np.reciprocal(d, out=d)
         E[start:start + chunk] = d @ w
     return E
@@ -199,7 +213,7 @@ class GravitationalFederatedClustering(ClusterMixin, BaseEstimator):
         G = rng.uniform(S.min(axis=0), S.max(axis=0), size=(m, S.shape[1]))
         E = gravitational_potential(G, S, w, self.p, delta)
         if self.graph == "knn":
-            A = kneighbors_graph(G, min(self.n_neighbors, m - 1), include_self=False)
+            A = knn_graph(G, min(self.n_neighbors, m - 1))
         else:
             r = self.radius
             if r is None:

@@ -1,5 +1,6 @@
 """Plotly figures."""
 
+from .clustering import energy_contours, metric_vs_epsilon_facets
 from .figures import (
     METHOD_COLOURS,
     final_metric_panels,
@@ -22,6 +23,8 @@ __all__ = [
     "adversarial_weight_plot",
     "attack_success_plot",
     "drift_statistic_plot",
+    "energy_contours",
+    "metric_vs_epsilon_facets",
     "figure5",
     "metric_vs_parameter",
     "stability_plot",

@@ -1,0 +1,69 @@
+"""Plotly figures of the GFC notebook."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..clustering.gfc import gravitational_potential
+
+__all__ = ["energy_contours", "metric_vs_epsilon_facets"]
+
+CLUSTERING_COLOURS = {"GFC": "#2ca02c", "k-FED": "#1f77b4", "MUFC": "#ff7f0e",
+                      "NN-FC": "#9467bd"}
+
+
+def metric_vs_epsilon_facets(df: pd.DataFrame, metric: str = "ari",
+                             title: str | None = None) -> go.Figure:
+    """One panel per dataset: mean ± sd of ``metric`` against epsilon (log), per method."""
+    datasets = list(dict.fromkeys(df["dataset"]))
+    cols = min(4, len(datasets))
+    rows = int(np.ceil(len(datasets) / cols))
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=datasets)
+    for i, name in enumerate(datasets):
+        r, c = divmod(i, cols)
+        d = df[df["dataset"] == name]
+        for method, g in d.groupby("method", sort=False):
+            s = g.groupby("epsilon")[metric].agg(["mean", "std"]).fillna(0.0)
+            fig.add_trace(go.Scatter(x=s.index, y=s["mean"], mode="lines+markers", name=method,
+                                     error_y={"type": "data", "array": s["std"]},
+                                     line={"color": CLUSTERING_COLOURS.get(method)},
+                                     legendgroup=method, showlegend=i == 0),
+                          row=r + 1, col=c + 1)
+    fig.update_xaxes(type="log", title_text="epsilon")
+    fig.update_layout(template="plotly_white", width=300 * cols + 150, height=320 * rows + 80,
+                      title=title or f"{metric.upper()} against epsilon (mean ± sd over seeds)")
+    return fig
+
+
+def energy_contours(models: dict, resolution: int = 120) -> go.Figure:
+    """Contours of the potential of fitted 2-D GFC models (one panel per label).
+
+    Uploaded centroids are white dots; the chosen centres are red crosses.
+    """
+    labels = list(models)
+    fig = make_subplots(rows=1, cols=len(labels), subplot_titles=[str(k) for k in labels])
+    for i, key in enumerate(labels):
+        est = models[key]
+        S, w = est.centroids_, est.masses_
+        if S.shape[1] != 2:
+            raise ValueError("energy_contours needs 2-D data")
+        lo, hi = S.min(axis=0), S.max(axis=0)
+        xs, ys = np.linspace(lo[0], hi[0], resolution), np.linspace(lo[1], hi[1], resolution)
+        grid = np.array(np.meshgrid(xs, ys)).reshape(2, -1).T
+        delta = est.delta if est.delta is not None else 500.0 * np.exp(-5.0 * est.epsilon)
+        E = gravitational_potential(grid, S, w, est.p, max(delta, 1e-12))
+        fig.add_trace(go.Contour(x=xs, y=ys, z=np.log10(E.reshape(resolution, resolution)),
+                                 colorscale="Viridis", showscale=i == len(labels) - 1,
+                                 colorbar={"title": "log10 E"}), row=1, col=i + 1)
+        fig.add_trace(go.Scatter(x=S[:, 0], y=S[:, 1], mode="markers", showlegend=False,
+                                 marker={"size": 3, "color": "white"}), row=1, col=i + 1)
+        C = est.cluster_centers_
+        fig.add_trace(go.Scatter(x=C[:, 0], y=C[:, 1], mode="markers", showlegend=False,
+                                 marker={"size": 12, "color": "red", "symbol": "x"}),
+                      row=1, col=i + 1)
+    fig.update_layout(template="plotly_white", width=360 * len(labels), height=380,
+                      title="Gravitational energy landscape (log scale)")
+    return fig
