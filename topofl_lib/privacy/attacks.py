@@ -71,6 +71,8 @@ def invert_single_gradient(grad: np.ndarray) -> tuple[np.ndarray, int]:
     grad = np.asarray(grad, dtype=np.float64)
     if grad.ndim != 1 or grad.size < 2:
         raise ValueError(f"grad must be a 1-D gradient (weights then bias), got {grad.shape}")
+    if not np.all(np.isfinite(grad)):
+        raise ValueError("grad must be finite (no NaN or infinite values)")
     if grad[-1] == 0:
         raise ValueError("the bias gradient is 0: the record is fitted exactly; x is not defined")
     return grad[:-1] / grad[-1], int(grad[-1] < 0)
@@ -99,6 +101,8 @@ def invert_batch_gradient(
     w = np.asarray(w, dtype=np.float64)
     if grad.shape != w.shape:
         raise ValueError(f"grad has shape {grad.shape} but w has shape {w.shape}")
+    if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(w))):
+        raise ValueError("grad and w must be finite (no NaN or infinite values)")
     check_int(batch_size, "batch_size", low=1)
     check_int(n_iter, "n_iter", low=1)
     check_int(restarts, "restarts", low=1)
