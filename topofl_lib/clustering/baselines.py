@@ -32,26 +32,16 @@ from sklearn.cluster import KMeans, SpectralClustering
 from sklearn.neighbors import NearestNeighbors, kneighbors_graph
 
 from .._validation import check_int, check_points, check_random_state, check_real
-from .ldp import laplace_ldp
+from .ldp import check_clients, laplace_ldp
 
 __all__ = ["KFed", "MUFC", "NNFC", "privatised_clients"]
 
 
-def privatised_clients(client_datasets, epsilon, sensitivity, rng, min_points=1):
+def privatised_clients(client_datasets, epsilon, sensitivity, rng):
     """Validate client datasets and return their LDP releases (the shared client step)."""
     check_real(epsilon, "epsilon", low=0.0, low_open=True)
     check_real(sensitivity, "sensitivity", low=0.0, low_open=True)
-    if isinstance(client_datasets, np.ndarray) and client_datasets.ndim == 2:
-        raise TypeError("client_datasets must be a list of 2-D arrays, one per client")
-    clients = list(client_datasets)
-    if not clients:
-        raise ValueError("client_datasets is empty")
-    out = [check_points(X, f"client_datasets[{i}]", min_points=min_points)
-           for i, X in enumerate(clients)]
-    dims = {X.shape[1] for X in out}
-    if len(dims) > 1:
-        raise ValueError(f"clients have different dimensions {sorted(dims)}")
-    return [laplace_ldp(X, epsilon, sensitivity, rng) for X in out]
+    return [laplace_ldp(X, epsilon, sensitivity, rng) for X in check_clients(client_datasets)]
 
 
 class _OneShot(ClusterMixin, BaseEstimator):

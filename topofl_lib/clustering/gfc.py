@@ -43,7 +43,7 @@ from sklearn.cluster import KMeans
 from sklearn.neighbors import radius_neighbors_graph
 
 from .._validation import check_choice, check_int, check_points, check_random_state, check_real
-from .ldp import laplace_ldp
+from .ldp import check_clients, laplace_ldp
 from .merge_tree import superlevel_persistence
 
 __all__ = ["GravitationalFederatedClustering", "gravitational_potential", "knn_graph",
@@ -177,16 +177,7 @@ class GravitationalFederatedClustering(ClusterMixin, BaseEstimator):
                 check_real(getattr(self, name), name, low=0.0, low_open=True)
         if self.n_local is not None:
             check_int(self.n_local, "n_local", low=1)
-        if isinstance(clients, np.ndarray) and clients.ndim == 2:
-            raise TypeError("client_datasets must be a list of 2-D arrays, one per client")
-        clients = list(clients)
-        if not clients:
-            raise ValueError("client_datasets is empty")
-        out = [check_points(X, f"client_datasets[{i}]") for i, X in enumerate(clients)]
-        dims = {X.shape[1] for X in out}
-        if len(dims) > 1:
-            raise ValueError(f"clients have different dimensions {sorted(dims)}")
-        return out
+        return check_clients(clients)
 
     def fit(self, client_datasets, y=None):
         """Run the client step on every dataset, then the server step."""

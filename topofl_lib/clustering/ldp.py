@@ -13,7 +13,21 @@ import numpy as np
 
 from .._validation import check_points, check_random_state, check_real
 
-__all__ = ["laplace_ldp"]
+__all__ = ["check_clients", "laplace_ldp"]
+
+
+def check_clients(client_datasets) -> list[np.ndarray]:
+    """Validate a list of client datasets: non-empty, finite, one shared dimension."""
+    if isinstance(client_datasets, np.ndarray) and client_datasets.ndim == 2:
+        raise TypeError("client_datasets must be a list of 2-D arrays, one per client")
+    clients = list(client_datasets)
+    if not clients:
+        raise ValueError("client_datasets is empty")
+    out = [check_points(X, f"client_datasets[{i}]") for i, X in enumerate(clients)]
+    dims = {X.shape[1] for X in out}
+    if len(dims) > 1:
+        raise ValueError(f"clients have different dimensions {sorted(dims)}")
+    return out
 
 
 def laplace_ldp(X, epsilon: float, sensitivity: float, random_state=None) -> np.ndarray:
