@@ -1,8 +1,11 @@
 # The two commands of the README:
 #   make reproduce   set everything up, run the notebooks, write figures/ and results/
-#   make test        set up the Python environment, run the unit tests, nbval and ruff
+#   make test        set up the environment (Python + Debian packages), run the unit tests,
+#                    nbval and ruff
+# PROFILE=auto runs the papers' protocols where a CUDA GPU is present and the CPU profile
+# (papers' protocols except for the two deep notebooks, reduced there) otherwise.
 PYTHON  ?= python3
-PROFILE ?= paper
+PROFILE ?= auto
 VENV    := .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-stamp
@@ -34,7 +37,7 @@ setup: $(STAMP) system
 reproduce: setup
 	$(PY) -m topofl_lib reproduce --profile $(PROFILE)
 
-test: $(STAMP)
+test: $(STAMP) system
 	$(PY) -m ruff check topofl_lib tests benchmarks notebooks
 	TOPOFL_OUTPUT_DIR=$(CURDIR)/build/test-output $(PY) -m pytest --nbval-lax
 
@@ -43,6 +46,7 @@ lint: $(STAMP)
 
 benchmark: $(STAMP)
 	$(PY) benchmarks/run_benchmarks.py
+	$(PY) benchmarks/fedtopo_te.py
 
 clean:
 	rm -rf build .pytest_cache

@@ -5,12 +5,14 @@ import pandas as pd
 import pytest
 
 from topofl_lib.experiments import paired_differences, summarise
-from topofl_lib.reproduce import check_parameters, reproduce
+from topofl_lib.reproduce import NOTEBOOKS, PROFILES, check_parameters, reproduce, resolve_profile
 from topofl_lib.results import (
     CLAIM_COLUMNS,
     claim_rows,
     collect_claims,
     comparison_markdown,
+    deep_claim_values,
+    fedtopo_claim_values,
     load_paper_claims,
     write_claims,
 )
@@ -134,3 +136,43 @@ def test_paired_differences_known_values(final):
     assert np.isnan(p.loc["C", "p_wilcoxon"])
     with pytest.raises(ValueError, match="reference"):
         paired_differences(final, reference="pTopoFL")
+
+
+def test_claim_notes_and_deep_claim_values():
+    """Stand-in measurements carry a note that reaches the Markdown table."""
+    rows = [{"scenario": s, "method": m, "seed": k, "accuracy": acc, "auc": np.nan}
+            for s in ("fashion_mnist-L0.1", "mnist5k-L0.5", "mnist5k-L0.1")
+            for m, acc in (("pTopoFL", 0.6), ("FedAvg", 0.5)) for k in range(2)]
+    values, notes = deep_claim_values(pd.DataFrame(rows))
+    assert set(values) == {"ptopofl.t2.cifar01.ptopofl", "ptopofl.t2.cifar01.fedavg",
+                           "ptopofl.t2.femnist.ptopofl", "ptopofl.t2.femnist.fedavg"}
+    assert "Fashion-MNIST" in notes["ptopofl.t2.cifar01.fedavg"]
+    claims = claim_rows(values, "cpu", notes)
+    md = comparison_markdown(claims)
+    line = next(ln for ln in md.splitlines() if "femnist.fedavg" in ln)
+    assert "stand-in: MNIST-5k" in line and "| 0.79 |" in line
+
+
+def test_fedtopo_claim_values_in_percent():
+    """FedTopo ids are percent; Table 3 Setting B comes from the L partition only."""
+    rows = [{"scenario": f"fashion_mnist-{p}", "method": m, "seed": 0, "accuracy": 0.8}
+            for p in ("L0.1", "K5") for m in ("FedTopo", "FedAvg", "FedTopo w/o TAL",
+                                              "FedTopo@conv2")]
+    tgbs = pd.DataFrame({"block": ["conv1", "conv2"], "seed": [0, 0], "auc": [0.6, 0.55]})
+    v = fedtopo_claim_values(pd.DataFrame(rows), tgbs)
+    assert v["fedtopo.t1.fmnist.K.fedtopo"] == pytest.approx([80.0])
+    assert v["fedtopo.t3.b.without"] == pytest.approx([80.0])
+    assert "fedtopo.t2.cnn.conv2.acc" in v and v["fedtopo.t2.cnn.conv1.auc"] == [60.0]
+    assert not any(".K." in k and "t3" in k for k in v)
+
+
+def test_profiles_cpu_and_auto():
+    """Every notebook has every profile; auto resolves to cpu or paper."""
+    for name, profiles in NOTEBOOKS.items():
+        assert set(profiles) == set(PROFILES), name
+    assert NOTEBOOKS["scenario_a_healthcare"]["cpu"] == NOTEBOOKS["scenario_a_healthcare"]["paper"]
+    assert NOTEBOOKS["fedtopo"]["cpu"]["profile"] == "cpu"
+    assert resolve_profile("auto") in ("cpu", "paper")
+    assert resolve_profile("quick") == "quick"
+    with pytest.raises(ValueError, match="unknown profile 'gpu'"):
+        resolve_profile("gpu")

@@ -59,11 +59,14 @@ def check_points(X: Any, name: str = "X", *, min_points: int = 1) -> np.ndarray:
     return arr
 
 
-def check_labels(y: Any, n: int, name: str = "y", *, require_both: bool = True) -> np.ndarray:
-    """Return binary labels ``y`` as an int array of length ``n``.
+def check_labels(y: Any, n: int, name: str = "y", *, require_both: bool = True,
+                 n_classes: int = 2) -> np.ndarray:
+    """Return class labels ``y`` as an int array of length ``n``.
 
-    Raises if the labels are not 0/1, have the wrong length, or (``require_both``)
-    contain a single class, which makes logistic regression and AUC meaningless.
+    Raises if the labels are not in ``0..n_classes-1`` (0/1 by default), have the wrong
+    length, or (binary labels with ``require_both``) contain a single class, which makes
+    logistic regression and AUC meaningless. Multi-class clients may hold a single
+    class (that is what pathological label skew produces).
     """
     arr = np.asarray(y)
     if arr.ndim != 1 or arr.shape[0] != n:
@@ -71,11 +74,10 @@ def check_labels(y: Any, n: int, name: str = "y", *, require_both: bool = True) 
     if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinite values")
     values = np.unique(arr)
-    if not np.all(np.isin(values, (0, 1))):
-        raise ValueError(
-            f"{name} must contain binary labels 0/1, got values {values[:10].tolist()}"
-        )
-    if require_both and values.size < 2:
+    if not np.all(np.isin(values, np.arange(n_classes))):
+        kind = "binary labels 0/1" if n_classes == 2 else f"labels 0..{n_classes - 1}"
+        raise ValueError(f"{name} must contain {kind}, got values {values[:10].tolist()}")
+    if require_both and n_classes == 2 and values.size < 2:
         raise ValueError(
             f"{name} has a single class {values.tolist()}; each client needs both classes"
         )

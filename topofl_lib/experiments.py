@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 
 from ._validation import check_int, check_real
 from .data.scenarios import make_scenario
-from .federated import ALL_METHODS, METHODS, convergence_round, make_method
+from .federated import METHOD_NAMES, METHODS, convergence_round, make_method
 
 __all__ = [
     "ComparisonResult",
@@ -75,8 +75,8 @@ def _check_methods(methods) -> list[str]:
     if not methods:
         raise ValueError("methods is empty")
     for m in methods:
-        if m not in ALL_METHODS:
-            raise ValueError(f"unknown method {m!r}; expected one of {list(ALL_METHODS)}")
+        if m not in METHOD_NAMES:
+            raise ValueError(f"unknown method {m!r}; expected one of {list(METHOD_NAMES)}")
     return methods
 
 
@@ -93,7 +93,7 @@ def _check_variants(variants) -> list[tuple[str, str, dict]]:
 
 
 def run_comparison(
-    scenario: str,
+    scenario,
     seeds: Iterable[int] = range(10),
     methods: Sequence[str] | None = None,
     n_rounds: int = 15,
@@ -107,8 +107,10 @@ def run_comparison(
 
     Parameters
     ----------
-    scenario : {"healthcare", "benchmark"}
-        Scenario generator (:func:`topofl_lib.data.make_scenario`).
+    scenario : {"healthcare", "benchmark"} or callable
+        Scenario generator (:func:`topofl_lib.data.make_scenario`), or a function
+        ``seed -> FederatedScenario`` (e.g. an image scenario of
+        :mod:`topofl_lib.deep`); the scenario's ``name`` labels the results.
     seeds : iterable of int
         One scenario realisation and one method seed per entry.
     methods : sequence of str, optional
@@ -137,22 +139,33 @@ def run_comparison(
         _check_methods([name])
     runs = (_check_variants(variants) if variants is not None
             else [(m, m, method_params.get(m, {})) for m in methods])
+    if not (callable(scenario) or isinstance(scenario, str)):
+        raise TypeError(f"scenario must be a name or a callable seed -> FederatedScenario, "
+                        f"got {type(scenario).__name__}")
     curves, final, models = [], [], {}
-    bar = tqdm(total=len(seeds) * len(runs), desc=f"{scenario}", disable=not progress)
+    label = scenario if isinstance(scenario, str) else getattr(scenario, "__name__", "custom")
+    bar = tqdm(total=len(seeds) * len(runs), desc=f"{label}", disable=not progress)
     for seed in seeds:
-        data = make_scenario(scenario, random_state=seed, **scenario_params)
+        if callable(scenario):
+            data = scenario(seed)
+            label = data.name
+        else:
+            data = make_scenario(scenario, random_state=seed, **scenario_params)
+            if scenario == "image":  # e.g. "fashion_mnist-L0.1"
+                label = data.name
         for name, method, extra in runs:
             params = {"n_rounds": n_rounds, "random_state": seed, **extra}
             est = make_method(method, **params).fit(data)
             auc, acc = est.history_["auc"], est.history_["accuracy"]
             rounds = np.arange(1, auc.size + 1)
             curves.append(pd.DataFrame({
-                "scenario": scenario, "method": name, "seed": seed, "round": rounds,
+                "scenario": label, "method": name, "seed": seed, "round": rounds,
                 "auc": auc, "accuracy": acc,
             }))
             final.append({
-                "scenario": scenario, "method": name, "seed": seed, "auc": auc[-1],
-                "accuracy": acc[-1], "convergence_round": convergence_round(auc),
+                "scenario": label, "method": name, "seed": seed, "auc": auc[-1],
+                "accuracy": acc[-1],
+                "convergence_round": convergence_round(acc if np.all(np.isnan(auc)) else auc),
             })
             if keep_models:
                 models[(name, seed)] = est

@@ -1,10 +1,16 @@
 """Run the notebooks through papermill and write the results-versus-paper table.
 
-``python -m topofl_lib reproduce --profile quick|paper [--only NAME ...]`` executes
+``python -m topofl_lib reproduce --profile quick|cpu|paper|auto [--only NAME ...]`` executes
 every registered notebook (or those named) with the profile's parameters, writes the
 executed copies to ``<output>/build/notebooks/``, figures to ``<output>/figures/``,
 per-notebook claim rows to ``<output>/results/claims/``, and finally merges them into
 ``<output>/results/claims.csv`` and ``<output>/results/comparison.md``.
+
+Profiles: ``quick`` (CI, minutes), ``paper`` (the papers' protocols: seeds, rounds,
+epochs, full datasets), ``cpu`` (the paper profile where it runs on a CPU in
+reasonable time, which is every notebook but the two deep ones; for those, a reduced
+protocol that runs in about an hour on 2 cores, stated in the notebooks), and ``auto``
+(``paper`` when a CUDA GPU is present, else ``cpu``).
 """
 
 from __future__ import annotations
@@ -19,9 +25,10 @@ from tqdm.auto import tqdm
 from ._validation import check_int
 from .results import collect_claims, comparison_markdown
 
-__all__ = ["NOTEBOOKS", "PROFILES", "check_parameters", "main", "output_dirs", "reproduce"]
+__all__ = ["NOTEBOOKS", "PROFILES", "check_parameters", "main", "output_dirs", "reproduce",
+           "resolve_profile"]
 
-PROFILES = ("quick", "paper")
+PROFILES = ("quick", "cpu", "paper")
 
 #: notebook name -> {profile: papermill parameters}
 NOTEBOOKS: dict[str, dict[str, dict]] = {
@@ -67,7 +74,41 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
     },
 }
 
+NOTEBOOKS["fedtopo"] = {
+    "quick": {"profile": "quick", "n_seeds": 1, "n_rounds": 2, "local_epochs": 1,
+              "n_train": 1500, "n_test": 500, "tal_every": 4, "n_val": 300,
+              "tgbs_pairs": 200},
+    "cpu": {"profile": "cpu", "n_seeds": 3, "n_rounds": 5, "local_epochs": 2,
+            "n_train": 12000, "n_test": 2000, "tal_every": 4, "n_val": 1000,
+            "tgbs_pairs": 500},
+    "paper": {"profile": "paper", "n_seeds": 5, "n_rounds": 5, "local_epochs": 5,
+              "n_train": 60000, "n_test": 10000, "tal_every": 1, "n_val": 1000,
+              "tgbs_pairs": 500},
+}
+NOTEBOOKS["ptopofl_deep"] = {
+    "quick": {"profile": "quick", "n_seeds": 1, "n_rounds": 2, "local_epochs": 1,
+              "n_train": 2000, "n_test": 500},
+    "cpu": {"profile": "cpu", "n_seeds": 3, "n_rounds": 10, "local_epochs": 1,
+            "n_train": 12000, "n_test": 2000},
+    "paper": {"profile": "paper", "n_seeds": 5, "n_rounds": 100, "local_epochs": 5,
+              "n_train": 60000, "n_test": 10000},
+}
+for _name, _profiles in NOTEBOOKS.items():  # the CPU runs the paper protocol elsewhere
+    _profiles.setdefault("cpu", _profiles["paper"])
+
 ENV_OUTPUT = "TOPOFL_OUTPUT_DIR"
+
+
+def resolve_profile(profile: str) -> str:
+    """``"auto"``: ``"paper"`` with a CUDA GPU, else ``"cpu"``; other names unchanged."""
+    if profile == "auto":
+        import torch
+
+        return "paper" if torch.cuda.is_available() else "cpu"
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; expected one of "
+                         f"{[*PROFILES, 'auto']}")
+    return profile
 
 
 def output_dirs(output_dir=None) -> tuple[Path, Path]:
@@ -108,8 +149,7 @@ def reproduce(profile: str = "quick", only: list[str] | None = None,
     """Execute the notebooks of ``profile`` and write the claims table; returns its path."""
     import papermill as pm
 
-    if profile not in PROFILES:
-        raise ValueError(f"unknown profile {profile!r}; expected one of {list(PROFILES)}")
+    profile = resolve_profile(profile)
     names = list(NOTEBOOKS) if not only else list(only)
     unknown = [n for n in names if n not in NOTEBOOKS]
     if unknown:
@@ -147,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m topofl_lib")
     sub = parser.add_subparsers(dest="command", required=True)
     rep = sub.add_parser("reproduce", help="run the notebooks and write results/")
-    rep.add_argument("--profile", choices=PROFILES, default="quick")
+    rep.add_argument("--profile", choices=[*PROFILES, "auto"], default="quick")
     rep.add_argument("--only", nargs="+", metavar="NAME", choices=list(NOTEBOOKS),
                      help="run only these notebooks")
     rep.add_argument("--notebooks-dir", default="notebooks")

@@ -23,6 +23,8 @@ __all__ = [
     "CLAIM_COLUMNS",
     "ablation_claim_values",
     "continual_claim_values",
+    "deep_claim_values",
+    "fedtopo_claim_values",
     "gfc_claim_values",
     "robustness_claim_values",
     "claim_rows",
@@ -34,7 +36,7 @@ __all__ = [
     "write_claims",
 ]
 
-CLAIM_COLUMNS = ["id", "measured_mean", "measured_std", "n_seeds", "profile"]
+CLAIM_COLUMNS = ["id", "measured_mean", "measured_std", "n_seeds", "profile", "note"]
 
 #: Claim-id spelling of each method name.
 METHOD_KEYS = {"pTopoFL": "ptopofl", "FedAvg": "fedavg", "FedProx": "fedprox",
@@ -49,12 +51,15 @@ def load_paper_claims() -> pd.DataFrame:
         return pd.read_csv(fh).set_index("id")
 
 
-def claim_rows(values: Mapping[str, np.ndarray], profile: str) -> pd.DataFrame:
+def claim_rows(values: Mapping[str, np.ndarray], profile: str,
+               notes: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Rows of ``claims.csv`` from per-seed measurements ``{claim id: values}``.
 
-    Raises ``ValueError`` for an id that is not in the claims table, so a typo cannot
-    silently drop a measurement.
+    ``notes`` (``{claim id: text}``) marks rows measured in a different setting than the
+    paper's, e.g. a stand-in dataset. Raises ``ValueError`` for an id that is not in the
+    claims table, so a typo cannot silently drop a measurement.
     """
+    notes = dict(notes or {})
     known = load_paper_claims().index
     rows = []
     for cid, v in values.items():
@@ -63,7 +68,7 @@ def claim_rows(values: Mapping[str, np.ndarray], profile: str) -> pd.DataFrame:
         v = np.asarray(v, dtype=np.float64).ravel()
         rows.append({"id": cid, "measured_mean": v.mean(),
                      "measured_std": v.std(ddof=1) if v.size > 1 else 0.0,
-                     "n_seeds": v.size, "profile": profile})
+                     "n_seeds": v.size, "profile": profile, "note": notes.get(cid, "")})
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
 
 
@@ -82,6 +87,68 @@ def table1_claim_values(final: pd.DataFrame) -> dict[str, np.ndarray]:
     return out
 
 
+PARTITION_NAMES = {"N": "N", "L": "L", "K": "K", "Q": "Q"}
+
+
+def _percent(g: pd.DataFrame) -> np.ndarray:
+    return 100.0 * g.sort_values("seed")["accuracy"].to_numpy(dtype=np.float64)
+
+
+def fedtopo_claim_values(final: pd.DataFrame, tgbs: pd.DataFrame | None = None
+                         ) -> dict[str, np.ndarray]:
+    """FedTopo Table 1-3 ids (percent) from a comparison's ``final`` table.
+
+    ``final`` rows have ``scenario`` ``"fashion_mnist-<P><param>"``; methods ``FedTopo``,
+    ``FedAvg`` give Table 1, ``FedTopo`` and ``FedTopo w/o TAL`` on the L partition give
+    Table 3's Setting B; ``FedTopo@<block>`` on L gives Table 2's accuracies and ``tgbs``
+    (columns ``block, seed, auc``) its AUCs.
+    """
+    known = set(load_paper_claims().index)
+    out = {}
+    for (scenario, method), g in final.groupby(["scenario", "method"]):
+        dataset, _, part = str(scenario).partition("-")
+        if dataset != "fashion_mnist" or not part:
+            continue
+        letter = part[0]
+        key = {"FedTopo": "fedtopo", "FedAvg": "fedavg"}.get(method)
+        if key and f"fedtopo.t1.fmnist.{letter}.{key}" in known:
+            out[f"fedtopo.t1.fmnist.{letter}.{key}"] = _percent(g)
+        if letter == "L" and method in ("FedTopo", "FedTopo w/o TAL"):
+            out[f"fedtopo.t3.b.{'with' if method == 'FedTopo' else 'without'}"] = _percent(g)
+        if method.startswith("FedTopo@") and letter == "L":
+            cid = f"fedtopo.t2.cnn.{method.removeprefix('FedTopo@')}.acc"
+            if cid in known:
+                out[cid] = _percent(g)
+    if tgbs is not None:
+        for block, g in tgbs.groupby("block"):
+            cid = f"fedtopo.t2.cnn.{block}.auc"
+            if cid in known:
+                out[cid] = 100.0 * g.sort_values("seed")["auc"].to_numpy(dtype=np.float64)
+    return out
+
+
+#: Our stand-in for each of pTopoFL's deep settings (Table 2), which need CIFAR-10 /
+#: FEMNIST that cannot be had offline.
+DEEP_STAND_INS = {
+    "cifar01": ("fashion_mnist-L0.1", "stand-in: Fashion-MNIST, Dir(0.1), 10 clients, CNN"),
+    "cifar05": ("fashion_mnist-L0.5", "stand-in: Fashion-MNIST, Dir(0.5), 10 clients, CNN"),
+    "femnist": ("mnist5k-L0.5", "stand-in: MNIST-5k, Dir(0.5), 10 clients, CNN"),
+}
+
+
+def deep_claim_values(final: pd.DataFrame) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """pTopoFL Table 2 ids from the stand-in runs, and the note marking each."""
+    values, notes = {}, {}
+    known = set(load_paper_claims().index)
+    for key, (scenario, note) in DEEP_STAND_INS.items():
+        for method, g in final[final["scenario"] == scenario].groupby("method"):
+            cid = f"ptopofl.t2.{key}.{METHOD_KEYS.get(method, '')}"
+            if cid in known:
+                values[cid] = g.sort_values("seed")["accuracy"].to_numpy(dtype=np.float64)
+                notes[cid] = note
+    return values, notes
+
+
 def write_claims(rows: pd.DataFrame, results_dir, name: str) -> Path:
     """Write one notebook's claim rows to ``results_dir/claims/<name>.csv``."""
     path = Path(results_dir) / "claims" / f"{name}.csv"
@@ -96,6 +163,8 @@ def collect_claims(results_dir) -> pd.DataFrame:
     if not files:
         return pd.DataFrame(columns=CLAIM_COLUMNS)
     merged = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+    notes = merged["note"] if "note" in merged else pd.Series("", index=merged.index)
+    merged["note"] = notes.astype(object).where(notes.notna(), "")
     order = {cid: i for i, cid in enumerate(load_paper_claims().index)}
     merged = merged.drop_duplicates("id", keep="last")
     return merged.sort_values("id", key=lambda s: s.map(order)).reset_index(drop=True)
@@ -126,8 +195,8 @@ def comparison_markdown(measured: pd.DataFrame) -> str:
     df = compare_with_paper(measured)
     lines = [
         "| claim id | setting | method | metric | paper | ours (mean ± std) | seeds | "
-        "ours − paper | paper within ±2 sd | profile |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "ours − paper | paper within ±2 sd | profile | note |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for cid, r in df.iterrows():
         within = {True: "yes", False: "**no**"}.get(r["within_2sd"], "n/a")
@@ -135,7 +204,7 @@ def comparison_markdown(measured: pd.DataFrame) -> str:
             f"| `{cid}` | {r['setting']} | {r['method']} | {r['metric']} | "
             f"{_fmt(r['paper_value'], '.4g')} | {r['measured_mean']:.4g} ± "
             f"{r['measured_std']:.2g} | {int(r['n_seeds'])} | {_fmt(r['difference'], '+.3g')} | "
-            f"{within} | {r['profile']} |"
+            f"{within} | {r['profile']} | {r.get('note', '') if pd.notna(r.get('note')) else ''} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -82,6 +82,9 @@ class Client:
         ``w0 - attack_scale * (w - w0)``.
     attack_scale : float
         Scale of the sign-flipped update.
+    n_classes : int
+        Number of classes (2: binary labels, each client must hold both; more: labels
+        ``0..n_classes-1``, a client may hold one class).
     """
 
     X_train: np.ndarray
@@ -92,19 +95,22 @@ class Client:
     group: int = 0
     attack: str = "label_flip"
     attack_scale: float = 1.0
+    n_classes: int = 2
 
     def __post_init__(self) -> None:
         if self.attack not in ATTACKS:
             raise ValueError(f"unknown attack {self.attack!r}; expected one of {list(ATTACKS)}")
         check_real(self.attack_scale, "attack_scale", low=0.0, low_open=True)
         X = check_points(self.X_train, "X_train", min_points=2)
-        check_labels(self.y_train, X.shape[0], "y_train")
+        check_int(self.n_classes, "n_classes", low=2)
+        check_labels(self.y_train, X.shape[0], "y_train", n_classes=self.n_classes)
         Xt = check_points(self.X_test, "X_test")
         if Xt.shape[1] != X.shape[1]:
             raise ValueError(
                 f"X_test has {Xt.shape[1]} features but X_train has {X.shape[1]}"
             )
-        check_labels(self.y_test, Xt.shape[0], "y_test", require_both=False)
+        check_labels(self.y_test, Xt.shape[0], "y_test", require_both=False,
+                     n_classes=self.n_classes)
 
     @property
     def n_train(self) -> int:
@@ -351,7 +357,13 @@ _SCENARIOS = {"healthcare": make_healthcare, "benchmark": make_benchmark,
 
 
 def make_scenario(name: str, random_state=None, **kwargs) -> FederatedScenario:
-    """Build a scenario by name (``"healthcare"``, ``"benchmark"`` or ``"continual"``)."""
+    """Build a scenario by name (``"healthcare"``, ``"benchmark"``, ``"continual"``, or
+    ``"image"``: :func:`topofl_lib.deep.make_image_scenario`)."""
+    if name == "image":
+        from ..deep.scenarios import make_image_scenario
+
+        return make_image_scenario(random_state=random_state, **kwargs)
     if name not in _SCENARIOS:
-        raise ValueError(f"unknown scenario {name!r}; expected one of {sorted(_SCENARIOS)}")
+        raise ValueError(
+            f"unknown scenario {name!r}; expected one of {sorted([*_SCENARIOS, 'image'])}")
     return _SCENARIOS[name](random_state=random_state, **kwargs)

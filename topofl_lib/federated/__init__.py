@@ -24,18 +24,29 @@ ROBUST_METHODS: dict[str, type[FederatedAlgorithm]] = {
     cls.name: cls for cls in (CoordinateMedian, TrimmedMean, Krum)
 }
 ALL_METHODS = {**METHODS, **ROBUST_METHODS}
+#: Methods defined outside this package (imported on first use, since they need torch).
+EXTRA_METHODS = {"FedTopo": ("topofl_lib.fedtopo", "FedTopo")}
+#: Every name :func:`make_method` accepts.
+METHOD_NAMES = (*ALL_METHODS, *EXTRA_METHODS)
 
 
 def make_method(name: str, **params) -> FederatedAlgorithm:
-    """Instantiate an algorithm by its name (``"pTopoFL"``, ``"FedAvg"``, ...)."""
-    if name not in ALL_METHODS:
-        raise ValueError(f"unknown method {name!r}; expected one of {list(ALL_METHODS)}")
-    return ALL_METHODS[name](**params)
+    """Instantiate an algorithm by its name (``"pTopoFL"``, ``"FedAvg"``, ``"FedTopo"``...)."""
+    if name in ALL_METHODS:
+        return ALL_METHODS[name](**params)
+    if name in EXTRA_METHODS:
+        import importlib
+
+        module, attr = EXTRA_METHODS[name]
+        return getattr(importlib.import_module(module), attr)(**params)
+    raise ValueError(f"unknown method {name!r}; expected one of {list(METHOD_NAMES)}")
 
 
 __all__ = [
     "ALL_METHODS",
+    "EXTRA_METHODS",
     "METHODS",
+    "METHOD_NAMES",
     "ROBUST_METHODS",
     "CoordinateMedian",
     "Krum",

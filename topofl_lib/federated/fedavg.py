@@ -20,16 +20,17 @@ class FedAvg(FederatedAlgorithm):
     name = "FedAvg"
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
-                 random_state=None):
+                 model=None, random_state=None):
         self.n_rounds = n_rounds
         self.lr = lr
         self.local_epochs = local_epochs
         self.batch_size = batch_size
         self.C = C
+        self.model = model
         self.random_state = random_state
 
-    def _setup(self, K, dim):
-        self.coef_ = np.zeros(dim)
+    def _setup(self, K, w0):
+        self.coef_ = w0.copy()
 
     def _extra(self, k):
         return None
@@ -37,6 +38,7 @@ class FedAvg(FederatedAlgorithm):
     def _round(self, r):
         w = self.coef_
         local = np.array([self._train(k, w, self._extra(k))[0] for k in range(self.n_clients_)])
+        self.local_models_ = local
         self.coef_ = self._aggregate(local)
 
     def _aggregate(self, local: np.ndarray) -> np.ndarray:
@@ -59,8 +61,8 @@ class FedProx(FedAvg):
     name = "FedProx"
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
-                 mu=0.1, random_state=None):
-        super().__init__(n_rounds, lr, local_epochs, batch_size, C, random_state)
+                 mu=0.1, model=None, random_state=None):
+        super().__init__(n_rounds, lr, local_epochs, batch_size, C, model, random_state)
         self.mu = mu
 
     def _validate_params(self):

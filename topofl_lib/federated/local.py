@@ -7,7 +7,23 @@ objective of client :math:`k` is the mean log-loss plus
 
 Every algorithm's client step is :func:`local_sgd` with an optional *extra gradient
 term* (FedProx's proximal pull, SCAFFOLD's control-variate correction), so there is
-one implementation of local training.
+one implementation of local training. :func:`local_sgd` sees the model only as a flat
+parameter vector and a gradient function, so the same algorithms run over any model
+class: :class:`LogisticLearner` here, and torch networks through
+:class:`topofl_lib.deep.TorchModel`.
+
+A *learner* is what an algorithm needs from a model class:
+
+* ``client_data(X, y)``: the client's training data in the learner's own form;
+* ``init_params(data)``: the initial parameter vector (``data`` is one client's
+  ``client_data``, or ``None`` before any exists: logistic regression then returns
+  ``None``, since its size depends on the features);
+* ``gradient(w, data, idx)``: the stochastic gradient on samples ``idx``;
+* ``evaluate(w, X, y)``: ``(auc, accuracy)`` on a test set (AUC is NaN for multi-class);
+* ``predict_proba(w, X)``;
+* ``representation(w, X)``: the points pTopoFL's descriptor summarises (the raw
+  features for logistic regression, penultimate activations for a network);
+* ``momentum``: heavy-ball momentum of the client SGD.
 """
 
 from __future__ import annotations
@@ -17,7 +33,9 @@ from collections.abc import Callable
 import numpy as np
 from scipy.special import expit
 
-__all__ = ["add_bias", "logistic_gradient", "local_sgd", "predict_proba"]
+from .metrics import accuracy, roc_auc
+
+__all__ = ["LogisticLearner", "add_bias", "logistic_gradient", "local_sgd", "predict_proba"]
 
 
 def add_bias(X: np.ndarray) -> np.ndarray:
@@ -39,30 +57,81 @@ def logistic_gradient(w: np.ndarray, Xb: np.ndarray, y: np.ndarray, l2: float) -
 
 def local_sgd(
     w0: np.ndarray,
-    Xb: np.ndarray,
-    y: np.ndarray,
+    gradient: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    n: int,
     *,
     lr: float,
     epochs: int,
     batch_size: int,
-    l2: float,
     rng: np.random.Generator,
     extra: Callable[[np.ndarray], np.ndarray] | None = None,
+    momentum: float = 0.0,
 ) -> tuple[np.ndarray, int]:
     """Mini-batch SGD from ``w0``; returns the final model and the number of steps.
 
-    ``extra(w)`` is added to every stochastic gradient (e.g. ``mu * (w - w_global)``).
+    Parameters
+    ----------
+    w0 : ndarray
+        Initial parameter vector (not modified).
+    gradient : callable
+        ``gradient(w, idx)``: stochastic gradient of the client loss on samples ``idx``.
+    n : int
+        Number of client samples (each epoch visits a fresh permutation of them).
+    extra : callable, optional
+        ``extra(w)`` is added to every stochastic gradient (e.g. ``mu * (w - w_global)``).
+    momentum : float
+        Heavy-ball momentum ``v = momentum * v + g; w -= lr * v`` (0: plain SGD), as
+        ``torch.optim.SGD``; the buffer starts at zero every round.
     """
     w = w0.copy()
-    n = Xb.shape[0]
+    velocity = np.zeros_like(w) if momentum else None
     steps = 0
     for _ in range(epochs):
         order = rng.permutation(n)
         for start in range(0, n, batch_size):
-            idx = order[start:start + batch_size]
-            g = logistic_gradient(w, Xb[idx], y[idx], l2)
+            g = gradient(w, order[start:start + batch_size])
             if extra is not None:
                 g = g + extra(w)
+            if velocity is not None:
+                velocity *= momentum
+                velocity += g
+                g = velocity
             w -= lr * g
             steps += 1
     return w, steps
+
+
+class LogisticLearner:
+    """L2-regularised logistic regression (the paper's local model for Scenarios A/B).
+
+    Parameters
+    ----------
+    C : float
+        Inverse regularisation strength; client ``k``'s penalty is ``1 / (C n_k)``.
+    """
+
+    n_classes = 2
+    momentum = 0.0
+
+    def __init__(self, C: float = 1.0):
+        self.C = C
+
+    def client_data(self, X: np.ndarray, y: np.ndarray):
+        return add_bias(X), np.asarray(y, dtype=np.float64), 1.0 / (self.C * X.shape[0])
+
+    def init_params(self, data) -> np.ndarray | None:
+        return None if data is None else np.zeros(data[0].shape[1])
+
+    def gradient(self, w: np.ndarray, data, idx: np.ndarray) -> np.ndarray:
+        Xb, y, l2 = data
+        return logistic_gradient(w, Xb[idx], y[idx], l2)
+
+    def predict_proba(self, w: np.ndarray, X: np.ndarray) -> np.ndarray:
+        return predict_proba(w, X)
+
+    def evaluate(self, w: np.ndarray, X: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+        p = predict_proba(w, X)
+        return roc_auc(y, p), accuracy(y, p)
+
+    def representation(self, w: np.ndarray, X: np.ndarray) -> np.ndarray:
+        return X

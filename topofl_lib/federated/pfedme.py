@@ -15,7 +15,6 @@ import numpy as np
 
 from .._validation import check_int, check_real
 from .base import FederatedAlgorithm
-from .local import logistic_gradient
 
 __all__ = ["PFedMe"]
 
@@ -31,7 +30,8 @@ class PFedMe(FederatedAlgorithm):
     name = "pFedMe"
 
     def __init__(self, n_rounds=15, lr=0.05, local_epochs=2, batch_size=32, C=1.0,
-                 lam=15.0, personal_lr=0.05, inner_steps=5, beta=1.0, random_state=None):
+                 lam=15.0, personal_lr=0.05, inner_steps=5, beta=1.0, model=None,
+                 random_state=None):
         self.n_rounds = n_rounds
         self.lr = lr
         self.local_epochs = local_epochs
@@ -41,6 +41,7 @@ class PFedMe(FederatedAlgorithm):
         self.personal_lr = personal_lr
         self.inner_steps = inner_steps
         self.beta = beta
+        self.model = model
         self.random_state = random_state
 
     def _validate_params(self):
@@ -50,22 +51,21 @@ class PFedMe(FederatedAlgorithm):
         check_int(self.inner_steps, "inner_steps", low=1)
         check_real(self.beta, "beta", low=0.0, low_open=True, high=1.0)
 
-    def _setup(self, K, dim):
-        self.coef_ = np.zeros(dim)
-        self.personal_ = np.zeros((K, dim))
+    def _setup(self, K, w0):
+        self.coef_ = w0.copy()
+        self.personal_ = np.tile(w0, (K, 1))
 
     def _local(self, k):
-        Xb, y = self._Xb[k], self._y[k]
-        l2 = 1.0 / (self.C * self._n[k])
+        gradient = self._gradient(k)
         w = self.coef_.copy()
         theta = self.personal_[k].copy()
-        n = Xb.shape[0]
+        n = int(self._n[k])
         for _ in range(self.local_epochs):
             order = self._rng.permutation(n)
             for start in range(0, n, self.batch_size):
                 idx = order[start:start + self.batch_size]
                 for _ in range(self.inner_steps):
-                    g = logistic_gradient(theta, Xb[idx], y[idx], l2) + self.lam * (theta - w)
+                    g = gradient(theta, idx) + self.lam * (theta - w)
                     theta -= self.personal_lr * g
                 w -= self.lr * self.lam * (w - theta)
         self.personal_[k] = theta

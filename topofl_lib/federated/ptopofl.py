@@ -30,6 +30,13 @@ phi_k and theta_k"); with ``distance="wasserstein"`` they also send their persis
 diagrams. So pTopoFL does not remove the model-update channel that gradient-inversion
 attacks use; see the privacy notebook.
 
+Deep models (``model=TorchModel(...)``, the paper's Scenarios C/D): a client's
+descriptor summarises the *penultimate-layer activations* of ``n_sub`` of its samples
+(paper: 200, drawn with the client's fixed seed) under the model it currently holds:
+the initial global model in round 0, its cluster's model when signatures are tracked.
+Feature augmentation is defined for tabular features only, so ``augment`` must be
+False with a network.
+
 Differentially private descriptors (``descriptor_mechanism``): each client releases
 ``mechanism.release(phi / ||phi||)`` once, in round 0, and the server sees only that
 (:mod:`topofl_lib.privacy.mechanisms`). Signature tracking is then off, since every
@@ -68,7 +75,7 @@ class PTopoFL(FederatedAlgorithm):
 
     Parameters
     ----------
-    n_rounds, lr, local_epochs, batch_size, C, random_state
+    n_rounds, lr, local_epochs, batch_size, C, model, random_state
         As in :class:`FederatedAlgorithm`.
     n_clusters : int, default=2
         ``M`` (paper: 2 for Scenarios A/B).
@@ -124,7 +131,7 @@ class PTopoFL(FederatedAlgorithm):
                  n_clusters=2, beta=0.3, tau=2.0, distance="l2", use_trust=True,
                  augment=True, n_sub=80, n_thresholds=20, persistence="ripser",
                  h1_grid="own", track_signatures=True, drift_threshold=None,
-                 drift_window=3, descriptor_mechanism=None, random_state=None):
+                 drift_window=3, descriptor_mechanism=None, model=None, random_state=None):
         self.n_rounds = n_rounds
         self.lr = lr
         self.local_epochs = local_epochs
@@ -144,6 +151,7 @@ class PTopoFL(FederatedAlgorithm):
         self.drift_threshold = drift_threshold
         self.drift_window = drift_window
         self.descriptor_mechanism = descriptor_mechanism
+        self.model = model
         self.random_state = random_state
 
     def _validate_params(self):
@@ -159,6 +167,9 @@ class PTopoFL(FederatedAlgorithm):
         if self.drift_threshold is not None:
             check_real(self.drift_threshold, "drift_threshold", low=0.0, low_open=True)
         check_int(self.drift_window, "drift_window", low=1)
+        if self.model is not None and self.augment:
+            raise ValueError("augment=True appends tabular features and needs the logistic "
+                             "model; pass augment=False with a TorchModel")
         if self.descriptor_mechanism is not None:
             if not callable(getattr(self.descriptor_mechanism, "release", None)):
                 raise TypeError("descriptor_mechanism must have a release(x, random_state) method")
@@ -166,7 +177,18 @@ class PTopoFL(FederatedAlgorithm):
                 raise ValueError("descriptor_mechanism requires distance='l2' (diagrams are "
                                  "not privatised)")
 
-    def _topology(self, k, X):
+    def _descriptor_points(self, k, X, w):
+        """The points client ``k`` summarises: its features, or for a network the
+        penultimate activations under ``w`` of ``n_sub`` samples (fixed per client)."""
+        if self.model is None:
+            return X
+        n = X.shape[0]
+        idx = np.sort(np.random.default_rng(int(self._client_seeds[k])).choice(
+            n, size=min(self.n_sub, n), replace=False))
+        return self._learner.representation(w, X[idx])
+
+    def _topology(self, k, X, w=None):
+        X = self._descriptor_points(k, X, self._w_init if w is None else w)
         digest = hashlib.blake2b(np.ascontiguousarray(X).tobytes(), digest_size=16).digest()
         cached = self._topology_cache.get(k)
         if cached is not None and cached[0] == digest:
@@ -193,7 +215,8 @@ class PTopoFL(FederatedAlgorithm):
         self._server_step(descriptors, [t[1] for t in tops],
                           np.array([c.n_train for c in clients], dtype=np.float64))
         self._augmentation = [
-            self._augmentation_stats(c.X_train, t) for c, t in zip(clients, tops, strict=True)
+            self._augmentation_stats(c.X_train, t) if self.augment else None
+            for c, t in zip(clients, tops, strict=True)
         ]
         self.recluster_rounds_ = []
 
@@ -215,8 +238,9 @@ class PTopoFL(FederatedAlgorithm):
         self.consensus_weights_ = self._cluster_sizes[self.labels_] / K * self.weights_
 
     def _client_changed(self, k, client):
-        self._augmentation[k] = self._augmentation_stats(
-            client.X_train, self._topology(k, client.X_train))
+        if self.augment:
+            self._augmentation[k] = self._augmentation_stats(
+                client.X_train, self._topology(k, client.X_train))
 
     @staticmethod
     def _augmentation_stats(X, topology):
@@ -236,8 +260,8 @@ class PTopoFL(FederatedAlgorithm):
         dist = np.linalg.norm(X - centre, axis=1, keepdims=True) / scale
         return np.hstack([X, dist, np.broadcast_to(constants, (X.shape[0], 3))])
 
-    def _setup(self, K, dim):
-        self.cluster_models_ = np.zeros((self._cluster_sizes.size, dim))
+    def _setup(self, K, w0):
+        self.cluster_models_ = np.tile(w0, (self._cluster_sizes.size, 1))
         self.weight_history_ = np.zeros((self.n_rounds, K))
         self.drift_statistic_ = np.full((self.n_rounds, K), np.nan)
         self._since = 0
@@ -255,7 +279,8 @@ class PTopoFL(FederatedAlgorithm):
         self.cluster_models_ = blend_clusters(theta, self._cluster_sizes, self.beta)
         self.weight_history_[r] = self.consensus_weights_
         if self._tracking:
-            tops = [self._topology(k, c.X_train) for k, c in enumerate(self._clients)]
+            tops = [self._topology(k, c.X_train, self.cluster_models_[self.labels_[k]])
+                    for k, c in enumerate(self._clients)]
             self.signatures_[r] = [t[0] for t in tops]
             normed = np.stack([normalise_descriptors(s) for s in self.signatures_[:r + 1]])
             self.drift_ = np.linalg.norm(normed - normed[0], axis=2).mean(axis=0)

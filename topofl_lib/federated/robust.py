@@ -47,8 +47,8 @@ class TrimmedMean(FedAvg):
     name = "TrimmedMean"
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
-                 trim=0.2, random_state=None):
-        super().__init__(n_rounds, lr, local_epochs, batch_size, C, random_state)
+                 trim=0.2, model=None, random_state=None):
+        super().__init__(n_rounds, lr, local_epochs, batch_size, C, model, random_state)
         self.trim = trim
 
     def _validate_params(self):
@@ -71,8 +71,8 @@ class Krum(FedAvg):
     name = "Krum"
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
-                 n_byzantine=None, random_state=None):
-        super().__init__(n_rounds, lr, local_epochs, batch_size, C, random_state)
+                 n_byzantine=None, model=None, random_state=None):
+        super().__init__(n_rounds, lr, local_epochs, batch_size, C, model, random_state)
         self.n_byzantine = n_byzantine
 
     def _aggregate(self, local):

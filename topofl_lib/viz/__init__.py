@@ -1,6 +1,13 @@
 """Plotly figures."""
 
 from .clustering import energy_contours, metric_vs_epsilon_facets
+from .deep import (
+    alpha_trajectory_plot,
+    barcode_grid,
+    feature_projection_plot,
+    label_distribution_heatmaps,
+    tgbs_table2_plot,
+)
 from .figures import (
     METHOD_COLOURS,
     final_metric_panels,
@@ -21,6 +28,11 @@ from .sweeps import (
 __all__ = [
     "METHOD_COLOURS",
     "adversarial_weight_plot",
+    "alpha_trajectory_plot",
+    "barcode_grid",
+    "feature_projection_plot",
+    "label_distribution_heatmaps",
+    "tgbs_table2_plot",
     "attack_success_plot",
     "drift_statistic_plot",
     "energy_contours",

@@ -1,0 +1,317 @@
+"""FedTopo: differentiable cubical persistence and TE, TGBS, alpha schedules, TAL."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+
+import gudhi
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+from topofl_lib.deep import BlockNet, TorchModel, block_table, deep_variants, make_image_scenario
+from topofl_lib.federated import FedAvg
+from topofl_lib.fedtopo import (
+    AlphaSchedule,
+    FedTopo,
+    TopologicalEmbedding,
+    TopologyGuidedBlockScreening,
+    calibrate_loss_range,
+    imbalance_floor,
+)
+from topofl_lib.topology.cubical import cubical_pairs, gather_diagrams
+
+BACKENDS = ["gudhi"] + (["cripser"] if importlib.util.find_spec("cripser") else [])
+
+
+def _values(m, pairs):
+    flat = m.ravel()
+    return sorted((int(d), flat[b], flat[e]) for d, b, e in pairs)
+
+
+# -- cubical persistence ----------------------------------------------------------------
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_known_diagrams(backend):
+    four_minima = np.array([[0, 5, 1], [5, 5, 5], [2, 5, 3]], float)
+    assert _values(four_minima, cubical_pairs(four_minima[None], backend)[0]) == [
+        (0, 1.0, 5.0), (0, 2.0, 5.0), (0, 3.0, 5.0)]
+    ring = np.full((5, 5), 9.0)
+    ring[1:4, 1:4] = 0.0
+    ring[2, 2] = 7.0
+    assert _values(ring, cubical_pairs(ring[None], backend)[0]) == [(1, 0.0, 7.0)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gathered_diagram_equals_library_diagram(backend):
+    rng = np.random.default_rng(0)
+    maps = rng.normal(size=(4, 9, 11))
+    pairs = cubical_pairs(maps, backend)
+    flat = torch.as_tensor(maps.reshape(4, -1))
+    map_index, dim, birth, death = gather_diagrams(flat, pairs)
+    for i, m in enumerate(maps):
+        cc = gudhi.CubicalComplex(vertices=m)
+        ref = sorted((d, b, e) for d, (b, e) in cc.persistence(homology_coeff_field=2)
+                     if np.isfinite(e) and e > b)
+        sel = (map_index == i).numpy()
+        ours = sorted(zip(dim[sel].tolist(), birth[sel].tolist(), death[sel].tolist(),
+                          strict=True))
+        assert len(ours) == len(ref)
+        np.testing.assert_allclose(np.array(ours), np.array(ref), rtol=0, atol=1e-12)
+
+
+@pytest.mark.skipif(len(BACKENDS) < 2, reason="cripser is not installed")
+def test_backends_agree():
+    maps = np.maximum(np.random.default_rng(1).normal(size=(6, 12, 12)), 0)  # ReLU ties
+    for m, a, b in zip(maps, cubical_pairs(maps, "gudhi"), cubical_pairs(maps, "cripser"),
+                       strict=True):
+        assert _values(m, a) == _values(m, b)
+
+
+def test_cubical_errors():
+    with pytest.raises(ValueError, match="shape \\(n_maps, H, W\\)"):
+        cubical_pairs(np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="NaN"):
+        cubical_pairs(np.full((1, 3, 3), np.nan))
+    with pytest.raises(ValueError, match="unknown backend"):
+        cubical_pairs(np.zeros((1, 3, 3)), backend="dionysus")
+
+
+# -- topological embedding --------------------------------------------------------------
+@pytest.mark.parametrize("normalize", ["none", "mass"])
+def test_te_gradient_matches_finite_differences(normalize):
+    a = torch.as_tensor(np.random.default_rng(2).normal(size=(2, 3, 6, 6)))
+    te = TopologicalEmbedding(resolution=4, normalize=normalize, backend="gudhi").fit(a)
+    a.requires_grad_(True)
+    assert torch.autograd.gradcheck(te.embed, (a,), eps=1e-6, atol=1e-6)
+
+
+def test_te_shape_and_invariances():
+    a = torch.as_tensor(np.random.default_rng(3).normal(size=(5, 4, 10, 10)))
+    te = TopologicalEmbedding().fit(a)
+    t = te.transform(a)
+    assert t.shape == (5, 64)
+    np.testing.assert_allclose(t.sum(axis=1), 1.0)  # mass-normalised channel mean
+    np.testing.assert_allclose(te.transform(a[:, [2, 0, 3, 1]]), t)  # channel order
+    np.testing.assert_allclose(te.transform(a.transpose(2, 3)), t, atol=1e-12)  # transpose
+    np.testing.assert_allclose(te.transform(a[1:3]), t[1:3])  # per sample
+
+
+def test_te_flows_gradient_to_network_weights():
+    net = nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU())
+    x = torch.randn(3, 1, 10, 10, generator=torch.Generator().manual_seed(0))
+    te = TopologicalEmbedding(resolution=4).fit(net(x).detach())
+    (te.embed(net(x)) ** 2).sum().backward()
+    assert net[0].weight.grad is not None and net[0].weight.grad.abs().sum() > 0
+
+
+def test_te_errors():
+    with pytest.raises(ValueError, match="not fitted"):
+        TopologicalEmbedding().embed(torch.zeros(1, 1, 4, 4))
+    with pytest.raises(ValueError, match="shape \\(n_samples, channels, H, W\\)"):
+        TopologicalEmbedding().fit(np.zeros((4, 4)))
+    with pytest.raises(ValueError, match="unknown weighting"):
+        TopologicalEmbedding(weighting="gauss").fit(np.zeros((1, 1, 4, 4)))
+    with pytest.raises(ValueError, match="homology_dims"):
+        TopologicalEmbedding(homology_dims=(2,)).fit(np.zeros((1, 1, 4, 4)))
+
+
+# -- TGBS -------------------------------------------------------------------------------
+class _Noise(nn.Module):
+    """Ignores its input: class-independent random maps."""
+
+    def forward(self, x):
+        g = torch.Generator().manual_seed(0)
+        return torch.randn(x.shape, generator=g)
+
+
+def _rings_and_discs(n_per_class=30, size=16, seed=0):
+    """Class 0: a dark ring (one H1 class); class 1: a dark disc (no H1), random places."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[:size, :size]
+    X, y = [], []
+    for c in (0, 1):
+        for _ in range(n_per_class):
+            cy, cx = rng.uniform(6, size - 6, size=2)
+            r = np.hypot(yy - cy, xx - cx)
+            radius = rng.uniform(3.0, 4.5)
+            img = -np.exp(-((r - radius) ** 2) / 2) if c == 0 else -np.exp(-(r**2) / 8)
+            X.append(img[None])
+            y.append(c)
+    return torch.as_tensor(np.array(X), dtype=torch.float32), np.array(y)
+
+
+def test_tgbs_picks_the_separable_block():
+    net = BlockNet({"signal": nn.Identity(), "noise": _Noise()}, nn.Flatten(), nn.Identity())
+    X, y = _rings_and_discs()
+    tgbs = TopologyGuidedBlockScreening(n_pairs=200, metrics=("pi_euclidean", "bottleneck"),
+                                        random_state=0).fit(net, X, y)
+    scores = tgbs.scores_.set_index("block")["auc"]
+    assert tgbs.best_block_ == "signal"
+    assert scores["signal"] > 0.9
+    assert abs(scores["noise"] - 0.5) < 0.1
+
+
+def test_tgbs_errors():
+    net = BlockNet({"a": nn.Identity()}, nn.Flatten(), nn.Identity())
+    X, y = _rings_and_discs(5)
+    with pytest.raises(ValueError, match="unknown metric"):
+        TopologyGuidedBlockScreening(metrics=("l1",)).fit(net, X, y)
+    with pytest.raises(ValueError, match="unknown block"):
+        TopologyGuidedBlockScreening(blocks=["b"]).fit(net, X, y)
+    with pytest.raises(ValueError, match="two classes"):
+        TopologyGuidedBlockScreening().fit(net, X, np.zeros(len(y)))
+
+
+# -- schedules --------------------------------------------------------------------------
+def _traj(strategy, losses, rounds=2, epochs=3, steps=4, alpha_min=0.1, **kw):
+    sched = AlphaSchedule(strategy, **kw)
+    return sched.trajectory(np.broadcast_to(losses, rounds * epochs * steps), rounds,
+                            epochs, steps, alpha_min).reshape(rounds, epochs, steps)
+
+
+def _lam(r, e, warm=2, decay=0.05):
+    return min(1.0, (e + 1) / warm) * np.exp(-decay * r)
+
+
+def test_warmup_schedule_is_warmup_times_decay():
+    a = _traj("warmup", 0.5)
+    for r in range(2):
+        for e in range(3):
+            np.testing.assert_allclose(a[r, e], 0.7 * _lam(r + 1, e))
+
+
+@pytest.mark.parametrize("loss", [0.3, 0.6])
+def test_linear_and_piecewise_inside_the_range(loss):
+    eta = (loss - 0.1) / (0.75 + 1e-8)
+    for strategy in ("linear", "piecewise"):
+        a = _traj(strategy, loss)
+        np.testing.assert_allclose(a[0, 0, 0], 0.2 * _lam(1, 0))  # alpha_init before data
+        np.testing.assert_allclose(a[1, 2, 3], (0.1 + 0.6 * eta) * _lam(2, 2))
+
+
+def test_piecewise_clips_and_linear_extrapolates():
+    high_p, high_l = _traj("piecewise", 2.0), _traj("linear", 2.0)
+    np.testing.assert_allclose(high_p[1, 2, 3], 0.7 * _lam(2, 2))
+    assert high_l[1, 2, 3] > 0.7 * _lam(2, 2)
+    np.testing.assert_allclose(_traj("piecewise", 0.0)[1, 2, 3], 0.1 * _lam(2, 2))
+
+
+def test_smooth_schedule_uses_ewma_and_soft_exponent():
+    losses = np.r_[np.full(12, 0.1), np.full(12, 0.85)]  # a jump in round 2
+    sched = AlphaSchedule("smooth")
+    a = sched.trajectory(losses, 2, 3, 4, alpha_min=0.1)
+    smooth = 0.1
+    for _ in range(12, 15):
+        smooth = 0.2 * 0.85 + 0.8 * smooth
+    eta = ((smooth - 0.1) / (0.75 + 1e-8)) ** 0.5
+    np.testing.assert_allclose(a[15], (0.1 + 0.6 * eta) * _lam(2, 0))
+    linear = AlphaSchedule("linear").trajectory(losses, 2, 3, 4, alpha_min=0.1)
+    assert linear[15] > a[15]  # the moving window reacts faster than the EWMA
+
+
+def test_imbalance_floor():
+    assert imbalance_floor([0, 0, 50, 0]) == pytest.approx(0.2)
+    assert imbalance_floor([5, 5, 5, 5]) == pytest.approx(0.0)
+    assert 0 < imbalance_floor([40, 5, 5, 0]) < 0.2
+
+
+def test_schedule_errors():
+    with pytest.raises(ValueError, match="unknown strategy"):
+        AlphaSchedule("cosine").start()
+    with pytest.raises(ValueError, match="loss_range"):
+        AlphaSchedule(loss_range=(0.9, 0.1)).start()
+
+
+# -- FedTopo ----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def digits_skew():
+    return make_image_scenario("digits", "L", 3, param=0.5, n_train=600, random_state=0)
+
+
+def _fedtopo(**kw):
+    params = {"n_rounds": 2, "lr": 0.05, "local_epochs": 1, "block": "conv1",
+              "model": TorchModel("digits_cnn", momentum=0.5), "tal_samples": 16,
+              "tal_batch": 8, "tal_every": 2, "random_state": 0}
+    params.update(kw)
+    return FedTopo(**params)
+
+
+def test_fedtopo_without_tal_is_fedavg(digits_skew):
+    a = _fedtopo(tal=False).fit(digits_skew)
+    b = FedAvg(n_rounds=2, lr=0.05, local_epochs=1,
+               model=TorchModel("digits_cnn", momentum=0.5), random_state=0).fit(digits_skew)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+
+
+def test_fedtopo_tal_changes_training_and_logs_schedule(digits_skew):
+    est = _fedtopo(record_rounds=(1, 2)).fit(digits_skew)
+    plain = _fedtopo(tal=False).fit(digits_skew)
+    assert not np.array_equal(est.coef_, plain.coef_)
+    log = est.tal_log_
+    # TAL on every 2nd of the ceil(n_k / 32) steps of each client, in each of 2 rounds
+    expected = 2 * sum(math.ceil(math.ceil(c.n_train / 32) / 2) for c in digits_skew.clients)
+    assert log.shape == (expected, 5)
+    assert np.all(log[:, 4] >= 0)
+    assert set(est.snapshots_) == {1, 2}
+    np.testing.assert_array_equal(est.snapshots_[2][0], est.coef_)
+    # replaying each client's logged losses through the schedule gives the logged alphas
+    sched = AlphaSchedule()
+    for k in range(3):
+        state = sched.start(est.alpha_floor_[k])
+        for r, _, e, alpha, loss in log[log[:, 1] == k]:
+            assert state.alpha(int(r), int(e)) == pytest.approx(alpha)
+            state.observe(loss)
+
+
+def test_fedtopo_is_deterministic(digits_skew):
+    a = _fedtopo().fit(digits_skew)
+    b = _fedtopo().fit(digits_skew)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.tal_log_, b.tal_log_)
+
+
+def test_fedtopo_errors(digits_skew):
+    with pytest.raises(ValueError, match="needs a network"):
+        FedTopo().fit(digits_skew)
+    with pytest.raises(ValueError, match="unknown block"):
+        _fedtopo(block="layer2").fit(digits_skew)
+    with pytest.raises(TypeError, match="schedule must be an AlphaSchedule"):
+        _fedtopo(schedule="smooth").fit(digits_skew)
+
+
+# -- experiment helpers -----------------------------------------------------------------
+def test_deep_variants_labels():
+    v = deep_variants(["FedAvg", "pFedMe", "pTopoFL", "FedTopo[linear]", "FedTopo@conv2",
+                       "FedTopo w/o TAL"], local_epochs=3)
+    assert v["FedAvg"][1]["model"].momentum == 0.9 and v["FedAvg"][1]["local_epochs"] == 3
+    assert v["pFedMe"][1]["model"].momentum == 0.0
+    assert v["pTopoFL"][1]["n_clusters"] == 3 and v["pTopoFL"][1]["augment"] is False
+    assert v["FedTopo[linear]"][1]["schedule"].strategy == "linear"
+    assert v["FedTopo@conv2"][1]["block"] == "conv2"
+    assert v["FedTopo w/o TAL"][1]["tal"] is False
+    with pytest.raises(ValueError, match="unknown schedule 'cosine'"):
+        deep_variants(["FedTopo[cosine]"])
+    with pytest.raises(ValueError, match="unknown method label"):
+        deep_variants(["MOON"])
+
+
+def test_calibrate_loss_range():
+    log = np.zeros((101, 5))
+    log[1:, 4] = np.linspace(0.01, 1.0, 100)
+    lo, hi = calibrate_loss_range(log)
+    assert lo == pytest.approx(np.percentile(log[1:, 4], 10))
+    assert hi == pytest.approx(np.percentile(log[1:, 4], 90))
+    with pytest.raises(ValueError, match="two positive TAL values"):
+        calibrate_loss_range(np.zeros((5, 5)))
+
+
+def test_block_table_merges_auc_and_accuracy():
+    tgbs = pd.DataFrame({"block": ["conv1", "conv2"], "seed": [0, 0], "auc": [0.6, 0.5]})
+    final = pd.DataFrame({"method": ["FedTopo@conv1", "FedTopo@conv2", "FedAvg"],
+                          "seed": [0, 0, 0], "accuracy": [0.8, 0.7, 0.75]})
+    t = block_table(tgbs, final).set_index("block")
+    assert t.loc["conv1", "auc"] == pytest.approx(60.0)
+    assert t.loc["conv2", "accuracy"] == pytest.approx(70.0)

@@ -1,0 +1,131 @@
+"""Method configurations and multi-seed runners for the deep experiments.
+
+:func:`deep_variants` turns method labels into ``{label: (method, params)}`` for
+:func:`topofl_lib.experiments.run_comparison` (one runner for every experiment), with
+the protocol of FedTopo Table C.3 (SGD lr 0.01, momentum 0.9, batch 32) unless
+overridden. Labels:
+
+* ``"FedAvg"``, ``"FedProx"`` (mu 0.01), ``"SCAFFOLD"``;
+* ``"pFedMe"``: lambda 15, 5 inner steps, outer and personal step 0.05, no momentum
+  (with the common lr 0.01 it hardly moves: eta * lambda = 0.15 per step; our choice);
+* ``"pTopoFL"``: M = 3 clusters, descriptors of 200 penultimate activations, no
+  feature augmentation (pTopoFL Sec. 4.1, Scenario C);
+* ``"FedTopo"`` (Smooth-Topo), ``"FedTopo w/o TAL"``, ``"FedTopo[<schedule>]"`` for
+  one of :data:`topofl_lib.fedtopo.SCHEDULES`, ``"FedTopo@<block>"`` for another
+  block.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from .._validation import check_int
+from .learner import TorchModel
+
+__all__ = ["DEEP_LABELS", "block_table", "deep_variants", "tgbs_over_seeds"]
+
+DEEP_LABELS = ("FedAvg", "FedProx", "SCAFFOLD", "pFedMe", "pTopoFL", "FedTopo",
+               "FedTopo w/o TAL", "FedTopo[<schedule>]", "FedTopo@<block>")
+
+
+def deep_variants(labels, architecture: str = "fmnist_cnn", lr: float = 0.01,
+                  momentum: float = 0.9, local_epochs: int = 5, batch_size: int = 32,
+                  fedtopo: dict | None = None, schedule: dict | None = None) -> dict:
+    """``{label: (method name, params)}`` for the deep runs.
+
+    Parameters
+    ----------
+    labels : sequence of str
+        See the module docstring.
+    architecture, lr, momentum, local_epochs, batch_size
+        The shared protocol.
+    fedtopo : dict, optional
+        Extra :class:`~topofl_lib.fedtopo.FedTopo` parameters (``tal_every``...).
+    schedule : dict, optional
+        Extra :class:`~topofl_lib.fedtopo.AlphaSchedule` parameters (``loss_range``...).
+    """
+    from ..fedtopo import SCHEDULES, AlphaSchedule
+
+    model = TorchModel(architecture, momentum=momentum)
+    common = {"lr": lr, "local_epochs": local_epochs, "batch_size": batch_size, "model": model}
+    fedtopo = dict(fedtopo or {})
+    schedule = dict(schedule or {})
+    out = {}
+    labels = list(labels)
+    if not labels:
+        raise ValueError("labels is empty")
+    for label in labels:
+        if label in ("FedAvg", "SCAFFOLD"):
+            out[label] = (label, dict(common))
+        elif label == "FedProx":
+            out[label] = (label, {**common, "mu": 0.01})
+        elif label == "pFedMe":
+            out[label] = (label, {**common, "lr": 0.05, "personal_lr": 0.05, "lam": 15.0,
+                                  "model": TorchModel(architecture, momentum=0.0)})
+        elif label == "pTopoFL":
+            out[label] = (label, {**common, "augment": False, "n_clusters": 3, "n_sub": 200})
+        elif label == "FedTopo":
+            out[label] = ("FedTopo", {**common, **fedtopo,
+                                      "schedule": AlphaSchedule("smooth", **schedule)})
+        elif label == "FedTopo w/o TAL":
+            out[label] = ("FedTopo", {**common, **fedtopo, "tal": False})
+        elif m := re.fullmatch(r"FedTopo\[(\w+)\]", label):
+            if m.group(1) not in SCHEDULES:
+                raise ValueError(f"unknown schedule {m.group(1)!r} in {label!r}; expected "
+                                 f"one of {list(SCHEDULES)}")
+            out[label] = ("FedTopo", {**common, **fedtopo,
+                                      "schedule": AlphaSchedule(m.group(1), **schedule)})
+        elif m := re.fullmatch(r"FedTopo@(\w+)", label):
+            out[label] = ("FedTopo", {**common, **fedtopo, "block": m.group(1),
+                                      "schedule": AlphaSchedule("smooth", **schedule)})
+        else:
+            raise ValueError(f"unknown method label {label!r}; expected one of "
+                             f"{list(DEEP_LABELS)}")
+    return out
+
+
+def tgbs_over_seeds(dataset, seeds, architecture: str = "fmnist_cnn", n_val: int = 1000,
+                    progress: bool = True, **tgbs_params) -> pd.DataFrame:
+    """TGBS at initialisation for several seeds (Table 2's AUC column).
+
+    For each seed: a freshly initialised network (seeded) is screened on a stratified
+    validation subset of ``n_val`` *training* images (the server's validation data;
+    the test set stays untouched). Returns one row per (seed, block).
+    """
+    import torch
+
+    from ..fedtopo import TopologyGuidedBlockScreening
+    from .datasets import ImageDataset
+    from .models import make_model
+
+    if not isinstance(dataset, ImageDataset):
+        raise TypeError(f"dataset must be an ImageDataset, got {type(dataset).__name__}")
+    check_int(n_val, "n_val", low=10)
+    torch.set_num_threads(1)
+    rows = []
+    for seed in tqdm(list(seeds), desc="TGBS", disable=not progress):
+        rng = np.random.default_rng(seed)
+        idx = rng.choice(dataset.y_train.size, size=min(n_val, dataset.y_train.size),
+                         replace=False)
+        torch.manual_seed(seed)
+        net = make_model(architecture, in_channels=dataset.image_shape[0],
+                         n_classes=dataset.n_classes)
+        X = torch.as_tensor(dataset.X_train[idx]).reshape(-1, *dataset.image_shape)
+        tgbs = TopologyGuidedBlockScreening(random_state=seed, **tgbs_params).fit(
+            net, X, dataset.y_train[idx])
+        rows.append(tgbs.scores_.assign(seed=seed, selected=tgbs.best_block_))
+    return pd.concat(rows, ignore_index=True)
+
+
+def block_table(tgbs: pd.DataFrame, final: pd.DataFrame) -> pd.DataFrame:
+    """Table 2 per seed: a block's TGBS AUC (%) beside the final accuracy (%) of FedTopo
+    aligning that block (``final`` rows labelled ``"FedTopo@<block>"``)."""
+    acc = final[final["method"].str.startswith("FedTopo@")].assign(
+        block=lambda d: d["method"].str.removeprefix("FedTopo@"),
+        accuracy=lambda d: 100 * d["accuracy"])[["block", "seed", "accuracy"]]
+    auc = tgbs.assign(auc=100 * tgbs["auc"])[["block", "seed", "auc"]]
+    return auc.merge(acc, on=["block", "seed"], how="outer").sort_values(["block", "seed"])

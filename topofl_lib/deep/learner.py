@@ -1,0 +1,191 @@
+"""Torch networks as learners of the federated engine.
+
+:class:`TorchModel` is what a user passes as ``model=`` to any algorithm of
+:mod:`topofl_lib.federated` (FedAvg, FedProx, SCAFFOLD, pFedMe, pTopoFL, the robust
+baselines) and to :class:`topofl_lib.fedtopo.FedTopo`. The algorithms keep working on
+flat parameter vectors, exactly as with logistic regression; :class:`TorchLearner`
+loads a vector into the network to compute a mini-batch gradient (cross-entropy) and
+reads the gradient back as a vector. Copying a vector of this size costs far less than
+the convolutions, and it keeps a single implementation of every algorithm.
+
+Determinism: the network's initial weights come from a seed drawn from the
+algorithm's ``random_state``; mini-batch orders come from the same generator; on the
+CPU every operation used here is deterministic, so a seed fixes every number.
+``torch.set_num_threads(n_threads)`` (default 1: on a 2-core machine more threads
+are several times slower) is applied when the learner is built. With a CUDA device
+present, ``device="auto"`` uses it and the code runs unchanged.
+
+Networks with BatchNorm (the CIFAR ResNet-18) carry running statistics that are not
+parameters; this engine averages parameters only, so such models are built and tested
+for shape but not trained federatedly here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator
+from torch.nn.utils import parameters_to_vector, vector_to_parameters
+
+from .._validation import check_choice, check_int, check_real
+from .models import MODELS, make_model
+
+__all__ = ["TorchLearner", "TorchModel", "resolve_device"]
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """``"auto"``: CUDA when available, else the CPU."""
+    check_choice(device, "device", ("auto", "cpu", "cuda"))
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(device)
+
+
+def _image_shape(n_features: int, image_shape) -> tuple[int, int, int]:
+    if image_shape is not None:
+        shape = tuple(int(s) for s in image_shape)
+        if len(shape) != 3 or int(np.prod(shape)) != n_features:
+            raise ValueError(f"image_shape={image_shape} does not hold {n_features} features")
+        return shape
+    for c in (1, 3):
+        side = int(round((n_features / c) ** 0.5))
+        if c * side * side == n_features:
+            return (c, side, side)
+    raise ValueError(f"cannot fold {n_features} features into a square image; "
+                     "give image_shape=(channels, H, W)")
+
+
+class TorchModel(BaseEstimator):
+    """Specification of a torch network for the federated algorithms.
+
+    Parameters
+    ----------
+    architecture : {"fmnist_cnn", "digits_cnn", "resnet18_cifar"}, default="fmnist_cnn"
+    n_classes : int, default=10
+    image_shape : tuple (channels, H, W) or None
+        ``None`` infers a square grey or RGB image from the number of features.
+    momentum : float, default=0.0
+        Heavy-ball momentum of the clients' SGD (FedTopo Table C.3: 0.9).
+    eval_batch_size : int, default=2048
+    device : {"auto", "cpu", "cuda"}, default="auto"
+    n_threads : int, default=1
+        ``torch.set_num_threads`` on the CPU.
+    """
+
+    def __init__(self, architecture: str = "fmnist_cnn", n_classes: int = 10,
+                 image_shape=None, momentum: float = 0.0, eval_batch_size: int = 2048,
+                 device: str = "auto", n_threads: int = 1):
+        self.architecture = architecture
+        self.n_classes = n_classes
+        self.image_shape = image_shape
+        self.momentum = momentum
+        self.eval_batch_size = eval_batch_size
+        self.device = device
+        self.n_threads = n_threads
+
+    def make_learner(self, n_features: int, rng: np.random.Generator) -> TorchLearner:
+        """Build the network with weights seeded from ``rng``."""
+        check_choice(self.architecture, "architecture", tuple(MODELS))
+        check_int(self.n_classes, "n_classes", low=2)
+        check_real(self.momentum, "momentum", low=0.0, high=0.999)
+        check_int(self.eval_batch_size, "eval_batch_size", low=1)
+        check_int(self.n_threads, "n_threads", low=1)
+        shape = _image_shape(n_features, self.image_shape)
+        torch.set_num_threads(self.n_threads)
+        seed = int(rng.integers(2**31 - 1))
+        torch.manual_seed(seed)
+        net = make_model(self.architecture, in_channels=shape[0], n_classes=self.n_classes)
+        return TorchLearner(net, shape, self.n_classes, self.momentum, self.eval_batch_size,
+                            resolve_device(self.device))
+
+
+class TorchLearner:
+    """A network seen through flat parameter vectors (see the module docstring)."""
+
+    def __init__(self, net: torch.nn.Module, image_shape, n_classes: int, momentum: float,
+                 eval_batch_size: int, device: torch.device):
+        self.net = net.to(device)
+        self.image_shape = tuple(image_shape)
+        self.n_classes = n_classes
+        self.momentum = momentum
+        self.eval_batch_size = eval_batch_size
+        self.device = device
+        self._params = list(self.net.parameters())
+        self.n_params = sum(p.numel() for p in self._params)
+
+    # -- vectors ---------------------------------------------------------------------
+    def init_params(self, data=None) -> np.ndarray:
+        return parameters_to_vector(self._params).detach().cpu().numpy().astype(np.float32)
+
+    def load(self, w: np.ndarray) -> torch.nn.Module:
+        """Put the vector ``w`` into the network and return the network."""
+        vector_to_parameters(torch.as_tensor(np.asarray(w, dtype=np.float32),
+                                             device=self.device), self._params)
+        return self.net
+
+    def grad_vector(self) -> np.ndarray:
+        return torch.cat([p.grad.reshape(-1) if p.grad is not None
+                          else torch.zeros_like(p).reshape(-1) for p in self._params]
+                         ).cpu().numpy()
+
+    # -- data ------------------------------------------------------------------------
+    def images(self, X) -> torch.Tensor:
+        X = torch.as_tensor(np.asarray(X, dtype=np.float32), device=self.device)
+        return X.reshape(-1, *self.image_shape)
+
+    def client_data(self, X: np.ndarray, y: np.ndarray):
+        y = np.asarray(y)
+        if y.size and (y.min() < 0 or y.max() >= self.n_classes):
+            raise ValueError(f"labels must lie in 0..{self.n_classes - 1}, got "
+                             f"{int(y.min())}..{int(y.max())}")
+        return self.images(X), torch.as_tensor(y, dtype=torch.long, device=self.device)
+
+    # -- learner API -------------------------------------------------------------------
+    def gradient(self, w: np.ndarray, data, idx: np.ndarray, extra_loss=None) -> np.ndarray:
+        """Gradient of the mean cross-entropy on samples ``idx`` at ``w``.
+
+        ``extra_loss(net)``, if given, returns a scalar tensor added to the loss before
+        the backward pass (FedTopo's weighted TAL).
+        """
+        X, y = data
+        net = self.load(w)
+        net.zero_grad(set_to_none=True)
+        sel = torch.as_tensor(idx, device=self.device)
+        loss = torch.nn.functional.cross_entropy(net(X[sel]), y[sel])
+        if extra_loss is not None:
+            loss = loss + extra_loss(net)
+        loss.backward()
+        return self.grad_vector()
+
+    def _batched(self, w, X, fn) -> np.ndarray:
+        net = self.load(w)
+        net.eval()
+        out = []
+        with torch.no_grad():
+            Xt = self.images(X)
+            for s in range(0, Xt.shape[0], self.eval_batch_size):
+                out.append(fn(net, Xt[s:s + self.eval_batch_size]).cpu().numpy())
+        net.train()
+        return np.concatenate(out) if out else np.empty((0,))
+
+    def logits(self, w: np.ndarray, X: np.ndarray) -> np.ndarray:
+        return self._batched(w, X, lambda net, x: net(x))
+
+    def predict_proba(self, w: np.ndarray, X: np.ndarray) -> np.ndarray:
+        z = self.logits(w, X)
+        z = np.exp(z - z.max(axis=1, keepdims=True))
+        return z / z.sum(axis=1, keepdims=True)
+
+    def evaluate(self, w: np.ndarray, X: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+        pred = self.logits(w, X).argmax(axis=1)
+        return float("nan"), float(np.mean(pred == np.asarray(y)))
+
+    def representation(self, w: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """Penultimate-layer activations (pTopoFL's descriptor input)."""
+        return self._batched(w, X, lambda net, x: net.penultimate(x)).astype(np.float64)
+
+    def block_output(self, w: np.ndarray | None, X, block: str) -> torch.Tensor:
+        """Activations of ``block`` for inputs ``X`` under ``w`` (with gradient if enabled)."""
+        net = self.net if w is None else self.load(w)
+        x = X if isinstance(X, torch.Tensor) else self.images(X)
+        return net.block_output(x, block)

@@ -1,0 +1,125 @@
+"""What FedTopo's models look like across rounds: feature projections (Figure 4),
+barcodes (Figure D.1), and the cost of one TAL step."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+from sklearn.decomposition import PCA
+
+from .._validation import check_int
+from ..topology.cubical import resolve_backend
+from .embedding import TopologicalEmbedding
+
+__all__ = ["projection_spread", "snapshot_barcodes", "snapshot_projection", "tal_step_time"]
+
+
+def _snapshot_models(est, round_: int):
+    if round_ not in getattr(est, "snapshots_", {}):
+        raise ValueError(f"round {round_} was not recorded; fit with record_rounds "
+                         f"containing it (recorded: {sorted(getattr(est, 'snapshots_', {}))})")
+    global_w, local = est.snapshots_[round_]
+    return [("global", global_w)] + [(f"client {k}", w) for k, w in enumerate(local)]
+
+
+def snapshot_projection(est, X, rounds, features: str = "block") -> pd.DataFrame:
+    """2-D PCA of the features each recorded model gives the probe images ``X``.
+
+    Parameters
+    ----------
+    est : fitted FedTopo with ``record_rounds``
+    X : array (n, n_features)
+        Probe images (the same for every model), flattened as in the scenario.
+    rounds : sequence of int
+    features : {"block", "penultimate"}
+        The TGBS block's activations (what TAL aligns) or the penultimate layer.
+
+    Returns
+    -------
+    DataFrame with columns ``round, model, pc1, pc2`` (PCA fitted per round on all
+    models' features together, so positions within a round are comparable). The paper
+    uses UMAP; PCA is deterministic and needs no extra package.
+    """
+    import torch
+
+    learner = est._learner
+    rows = []
+    for r in rounds:
+        feats, names = [], []
+        for name, w in _snapshot_models(est, r):
+            if features == "block":
+                with torch.no_grad():
+                    f = learner.block_output(w, X, est.block).reshape(len(X), -1).numpy()
+            elif features == "penultimate":
+                f = learner.representation(w, X)
+            else:
+                raise ValueError(f"unknown features {features!r}; expected 'block' or "
+                                 "'penultimate'")
+            feats.append(f)
+            names += [name] * len(X)
+        z = PCA(n_components=2, random_state=0).fit_transform(np.vstack(feats))
+        rows.append(pd.DataFrame({"round": r, "model": names, "pc1": z[:, 0], "pc2": z[:, 1]}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def projection_spread(proj: pd.DataFrame) -> pd.DataFrame:
+    """Distance of each client's feature centroid to the global model's, per round
+    (rows: rounds; columns: clients), from :func:`snapshot_projection`'s output."""
+    centres = proj.groupby(["round", "model"])[["pc1", "pc2"]].mean()
+    rows = {}
+    for r, g in centres.groupby(level="round"):
+        g = g.droplevel("round")
+        ref = g.loc["global"].to_numpy()
+        rows[r] = {m: float(np.hypot(*(g.loc[m].to_numpy() - ref)))
+                   for m in g.index if m != "global"}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("round")
+
+
+def snapshot_barcodes(est, x, rounds, channel: int = 0) -> pd.DataFrame:
+    """Barcode of one probe image's block activation (one channel) under each model.
+
+    Returns rows ``round, model, dim, birth, death``.
+    """
+    import torch
+
+    learner = est._learner
+    rows = []
+    for r in rounds:
+        for name, w in _snapshot_models(est, r):
+            with torch.no_grad():
+                acts = learner.block_output(w, np.asarray(x)[None], est.block)
+            check_int(channel, "channel", low=0, high=acts.shape[1] - 1)
+            dgm = TopologicalEmbedding(backend=est.backend).diagrams(
+                acts[:, channel:channel + 1])[0][0]
+            rows += [{"round": r, "model": name, "dim": int(d), "birth": b, "death": e}
+                     for d, b, e in dgm]
+    return pd.DataFrame(rows, columns=["round", "model", "dim", "birth", "death"])
+
+
+def tal_step_time(learner_or_net, X, block: str, repeats: int = 5,
+                  backend: str = "auto") -> dict:
+    """Seconds for one TE forward + backward on the batch ``X`` at ``block``, and for the
+    plain cross-entropy forward + backward on it, medians over ``repeats``."""
+    import torch
+    import torch.nn.functional as F
+
+    net = getattr(learner_or_net, "net", learner_or_net)
+    X = torch.as_tensor(np.asarray(X, dtype=np.float32))
+    with torch.no_grad():
+        te = TopologicalEmbedding(backend=backend).fit(net.block_output(X, block))
+        target = te.embed(net.block_output(X, block))
+    y = torch.zeros(X.shape[0], dtype=torch.long)
+    tal, ce = [], []
+    for _ in range(repeats):
+        net.zero_grad()
+        t0 = time.perf_counter()
+        ((te.embed(net.block_output(X, block)) - target) ** 2).sum(1).mean().backward()
+        tal.append(time.perf_counter() - t0)
+        net.zero_grad()
+        t0 = time.perf_counter()
+        F.cross_entropy(net(X), y).backward()
+        ce.append(time.perf_counter() - t0)
+    return {"tal_seconds": float(np.median(tal)), "ce_seconds": float(np.median(ce)),
+            "batch": int(X.shape[0]), "block": block, "backend": resolve_backend(backend)}

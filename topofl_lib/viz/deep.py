@@ -1,0 +1,118 @@
+"""Figures of the deep notebooks (FedTopo and pTopoFL on images)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+__all__ = [
+    "alpha_trajectory_plot",
+    "barcode_grid",
+    "feature_projection_plot",
+    "label_distribution_heatmaps",
+    "tgbs_table2_plot",
+]
+
+_PALETTE = ["#000000", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+            "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
+
+
+def label_distribution_heatmaps(scenarios: dict) -> go.Figure:
+    """One heatmap per partition: clients x classes, the fraction of each class."""
+    names = list(scenarios)
+    fig = make_subplots(rows=1, cols=len(names), subplot_titles=names, shared_yaxes=True)
+    for i, name in enumerate(names, start=1):
+        dist = scenarios[name].meta["label_distribution"]
+        fig.add_trace(go.Heatmap(z=dist, x=[str(c) for c in range(dist.shape[1])],
+                                 y=[f"client {k}" for k in range(dist.shape[0])],
+                                 coloraxis="coloraxis"), row=1, col=i)
+        fig.update_xaxes(title_text="class", row=1, col=i)
+    fig.update_layout(coloraxis={"colorscale": "Blues", "colorbar": {"title": "fraction"}},
+                      title="Label distribution of each client under each partition",
+                      template="plotly_white", width=260 * len(names) + 120, height=360)
+    return fig
+
+
+def tgbs_table2_plot(table2: pd.DataFrame, paper: dict | None = None) -> go.Figure:
+    """Table 2 as two panels: separability AUC and accuracy per block (mean +- sd)."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(
+        "topological class separability (AUC, %)", "FedTopo global accuracy (%)"))
+    for col, metric in enumerate(("auc", "accuracy"), start=1):
+        g = table2.groupby("block")[metric].agg(["mean", "std"]).fillna(0.0)
+        fig.add_trace(go.Bar(x=g.index, y=g["mean"], error_y={"array": g["std"]},
+                             name=f"ours ({metric})", marker_color="#1f77b4",
+                             showlegend=col == 1), row=1, col=col)
+        if paper and metric in paper:
+            ref = paper[metric]
+            fig.add_trace(go.Scatter(x=list(ref), y=list(ref.values()), mode="markers",
+                                     marker={"symbol": "diamond", "size": 12,
+                                             "color": "#d62728"},
+                                     name="paper", showlegend=col == 1), row=1, col=col)
+    fig.update_layout(title="Table 2: TGBS separability vs accuracy per block",
+                      template="plotly_white", width=860, height=420)
+    return fig
+
+
+def alpha_trajectory_plot(logs: dict, client: int = 0) -> go.Figure:
+    """TAL weight and TAL value per TAL step of one client, one line per schedule."""
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True,
+                        subplot_titles=("alpha (TAL weight)", "TAL value"))
+    for i, (name, log) in enumerate(logs.items()):
+        mine = log[log[:, 1] == client]
+        x = np.arange(mine.shape[0])
+        colour = _PALETTE[(i + 1) % len(_PALETTE)]
+        fig.add_trace(go.Scatter(x=x, y=mine[:, 3], name=name, line={"color": colour},
+                                 legendgroup=name), row=1, col=1)
+        fig.add_trace(go.Scatter(x=x, y=mine[:, 4], name=name, line={"color": colour},
+                                 legendgroup=name, showlegend=False), row=2, col=1)
+    fig.update_xaxes(title_text=f"TAL step of client {client} (all rounds)", row=2, col=1)
+    fig.update_layout(title="Adaptive alpha schedules (Appendix B.2)", template="plotly_white",
+                      width=860, height=560)
+    return fig
+
+
+def feature_projection_plot(proj: pd.DataFrame) -> go.Figure:
+    """Figure 4 with PCA: one panel per recorded round, global model in black."""
+    rounds = sorted(proj["round"].unique())
+    fig = make_subplots(rows=1, cols=len(rounds),
+                        subplot_titles=[f"after round {r}" for r in rounds])
+    models = list(dict.fromkeys(proj["model"]))
+    for i, r in enumerate(rounds, start=1):
+        for j, m in enumerate(models):
+            g = proj[(proj["round"] == r) & (proj["model"] == m)]
+            fig.add_trace(go.Scatter(x=g["pc1"], y=g["pc2"], mode="markers", name=m,
+                                     legendgroup=m, showlegend=i == 1,
+                                     marker={"size": 5 if m != "global" else 7, "opacity": 0.7,
+                                             "color": _PALETTE[j % len(_PALETTE)]}),
+                          row=1, col=i)
+    fig.update_layout(title="Figure 4 (PCA): probe-image features under the global and "
+                            "client models", template="plotly_white",
+                      width=330 * len(rounds) + 140, height=400)
+    return fig
+
+
+def barcode_grid(bars: pd.DataFrame) -> go.Figure:
+    """Figure D.1: barcodes (H0 blue, H1 red), one row per model, one column per round."""
+    rounds = sorted(bars["round"].unique())
+    models = list(dict.fromkeys(bars["model"]))
+    fig = make_subplots(rows=len(models), cols=len(rounds), shared_xaxes=True,
+                        column_titles=[f"after round {r}" for r in rounds],
+                        row_titles=models, vertical_spacing=0.02)
+    for i, m in enumerate(models, start=1):
+        for j, r in enumerate(rounds, start=1):
+            g = bars[(bars["model"] == m) & (bars["round"] == r)].sort_values(["dim", "birth"])
+            for d, colour in ((0, "#1f77b4"), (1, "#d62728")):
+                h = g[g["dim"] == d]
+                y = np.arange(len(h)) + (0 if d == 0 else (g["dim"] == 0).sum())
+                xs = np.c_[h["birth"], h["death"], np.full(len(h), np.nan)].ravel()
+                ys = np.c_[y, y, np.full(len(h), np.nan)].ravel()
+                fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"color": colour},
+                                         name=f"H{d}", legendgroup=f"H{d}",
+                                         showlegend=i == 1 and j == 1), row=i, col=j)
+            fig.update_yaxes(showticklabels=False, row=i, col=j)
+    fig.update_layout(title="Figure D.1: barcodes of one probe image's block activation",
+                      template="plotly_white", width=380 * len(rounds) + 160,
+                      height=110 * len(models) + 140)
+    return fig
