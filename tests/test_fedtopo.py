@@ -315,3 +315,11 @@ def test_block_table_merges_auc_and_accuracy():
     t = block_table(tgbs, final).set_index("block")
     assert t.loc["conv1", "auc"] == pytest.approx(60.0)
     assert t.loc["conv2", "accuracy"] == pytest.approx(70.0)
+
+
+def test_auto_backend_by_map_size():
+    from topofl_lib.topology.cubical import resolve_backend
+
+    assert resolve_backend("auto", 8 * 8) == "gudhi"
+    assert resolve_backend("auto", 24 * 24) == ("cripser" if "cripser" in BACKENDS else "gudhi")
+    assert resolve_backend("gudhi", 24 * 24) == "gudhi"

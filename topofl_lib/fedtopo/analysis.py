@@ -108,8 +108,9 @@ def tal_step_time(learner_or_net, X, block: str, repeats: int = 5,
     net = getattr(learner_or_net, "net", learner_or_net)
     X = torch.as_tensor(np.asarray(X, dtype=np.float32))
     with torch.no_grad():
-        te = TopologicalEmbedding(backend=backend).fit(net.block_output(X, block))
-        target = te.embed(net.block_output(X, block))
+        acts = net.block_output(X, block)
+        te = TopologicalEmbedding(backend=backend).fit(acts)
+        target = te.embed(acts)
     y = torch.zeros(X.shape[0], dtype=torch.long)
     tal, ce = [], []
     for _ in range(repeats):
@@ -122,4 +123,5 @@ def tal_step_time(learner_or_net, X, block: str, repeats: int = 5,
         F.cross_entropy(net(X), y).backward()
         ce.append(time.perf_counter() - t0)
     return {"tal_seconds": float(np.median(tal)), "ce_seconds": float(np.median(ce)),
-            "batch": int(X.shape[0]), "block": block, "backend": resolve_backend(backend)}
+            "batch": int(X.shape[0]), "block": block,
+            "backend": resolve_backend(backend, acts.shape[2] * acts.shape[3])}

@@ -12,13 +12,16 @@ exactly those two pixel values: :math:`b = A_{p_b}`, :math:`d = A_{p_d}`. So
 anything computed on the diagram back into the map (the pairing is locally constant,
 so this is the exact derivative wherever the map has no ties).
 
-Backends (measured on this machine, 192 ReLU maps of 24x24, i.e. one batch of 32
-samples through FedTopo's CNN conv1): ``cripser`` 0.03 s, ``gudhi`` 0.13 s. Tiling
-all maps of a batch into one large image separated by barriers was *slower* with both
-(0.06 s and 0.36 s), so each map is one call. ``"auto"`` uses cripser when it is
-installed (it is GPL-licensed, so it is an optional extra: ``pip install
-topofl[fast]``) and gudhi (MIT) otherwise. Both give the same diagrams (a test checks
-it); where a map has ties they may name different but equal-valued pixels.
+Backends, measured on this machine (``benchmarks/fedtopo_te.py``, one batch of 32
+Fashion-MNIST images through FedTopo's CNN): for conv1 (192 maps of 24x24) ``cripser``
+takes 0.05 s and ``gudhi`` 0.10 s; for conv2 (512 maps of 8x8) ``gudhi`` takes 0.05 s
+and ``cripser`` 0.09 s (its per-call overhead dominates small maps). Tiling all maps of
+a batch into one large image separated by barriers was *slower* with both (0.06 s and
+0.36 s for conv1), so each map is one call. ``"auto"`` therefore uses cripser for maps
+of at least 16x16 pixels when it is installed (it is GPL-licensed, so it is an optional
+extra: ``pip install topofl[fast]``) and gudhi (MIT) otherwise. Both give the same
+diagrams (a test checks it); where a map has ties they may name different but
+equal-valued pixels.
 
 Conventions: pairs with zero persistence are dropped, and so is the one essential
 :math:`H_0` class of each map (its death is infinite); a 2-D grid has no essential
@@ -39,11 +42,21 @@ __all__ = ["CUBICAL_BACKENDS", "cubical_pairs", "gather_diagrams", "resolve_back
 CUBICAL_BACKENDS = ("auto", "cripser", "gudhi")
 
 
-def resolve_backend(backend: str) -> str:
-    """The library ``backend`` stands for (``"auto"``: cripser if installed, else gudhi)."""
+#: ``"auto"`` uses cripser for maps with at least this many pixels (16x16).
+AUTO_CRIPSER_PIXELS = 256
+
+
+def resolve_backend(backend: str, n_pixels: int | None = None) -> str:
+    """The library ``backend`` stands for on maps of ``n_pixels`` pixels.
+
+    ``"auto"``: cripser if installed and the maps have at least
+    :data:`AUTO_CRIPSER_PIXELS` pixels (or their size is not given), else gudhi.
+    """
     check_choice(backend, "backend", CUBICAL_BACKENDS)
     if backend == "auto":
-        return "cripser" if importlib.util.find_spec("cripser") is not None else "gudhi"
+        big = n_pixels is None or n_pixels >= AUTO_CRIPSER_PIXELS
+        has_cripser = importlib.util.find_spec("cripser") is not None
+        return "cripser" if big and has_cripser else "gudhi"
     if importlib.util.find_spec(backend) is None:
         extra = "fast" if backend == "cripser" else "all"
         raise ImportError(f"backend={backend!r} needs the {backend} package: "
@@ -97,7 +110,8 @@ def cubical_pairs(maps, backend: str = "auto") -> list[np.ndarray]:
         raise ValueError(f"each map must be at least 2x2, got {arr.shape[1:]}")
     if not np.all(np.isfinite(arr)):
         raise ValueError("maps contain NaN or infinite values")
-    fn = _pairs_cripser if resolve_backend(backend) == "cripser" else _pairs_gudhi
+    n_pixels = arr.shape[1] * arr.shape[2]
+    fn = _pairs_cripser if resolve_backend(backend, n_pixels) == "cripser" else _pairs_gudhi
     out = []
     for m in arr:
         p = fn(np.ascontiguousarray(m))
