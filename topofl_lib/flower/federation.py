@@ -93,7 +93,7 @@ class LocalFederation:
         self.bin = Path(sys.executable).parent
         self.home = self.workdir / "flwr-home"
         self.home.mkdir(exist_ok=True)
-        self.env = {**os.environ, "FLWR_HOME": str(self.home),
+        self.env = {**os.environ, "FLWR_HOME": str(self.home), "FLWR_TELEMETRY_ENABLED": "0",
                     "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}"}
         self.superlink: subprocess.Popen | None = None
         self.nodes: dict[int, subprocess.Popen] = {}
