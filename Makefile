@@ -11,7 +11,7 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-stamp
 APT_PACKAGES := chromium dataset-fashion-mnist
 
-.PHONY: setup system reproduce test lint benchmark clean
+.PHONY: setup system reproduce test lint benchmark flower clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,11 @@ lint: $(STAMP)
 benchmark: $(STAMP)
 	$(PY) benchmarks/run_benchmarks.py
 	$(PY) benchmarks/fedtopo_te.py
+
+# pTopoFL on a real local Flower federation (SuperLink + 8 SuperNodes), beside the
+# in-process engine; every process it starts is stopped at the end.
+flower: $(STAMP)
+	$(PY) -m topofl_lib flower --rounds 15
 
 clean:
 	rm -rf build .pytest_cache

@@ -10,8 +10,11 @@ import numpy as np
 from sklearn.cluster import AgglomerativeClustering
 
 from .._validation import check_int, check_real
+from ..topology.distances import descriptor_distances, normalise_descriptors
 
 __all__ = [
+    "aggregate_round",
+    "server_state",
     "blend_clusters",
     "cluster_clients",
     "cluster_models",
@@ -114,3 +117,57 @@ def blend_clusters(theta_clusters, cluster_sizes, beta: float) -> np.ndarray:
     sizes = np.asarray(cluster_sizes, dtype=np.float64)
     consensus = sizes @ theta / sizes.sum()
     return (1.0 - beta) * theta + beta * consensus
+
+
+def server_state(descriptors, sizes, n_clusters: int, tau: float, use_trust: bool = True,
+                 distances=None) -> dict:
+    """pTopoFL's round-0 server step (Algorithm 1), as one pure function.
+
+    From the clients' descriptors (and sizes): the distance matrix (l2 of normalised
+    descriptors unless ``distances`` is given), the clusters, Eq. 8 trust, Eq. 6 weights
+    and each client's share of the Eq. 7 consensus. Used by
+    :class:`~topofl_lib.federated.PTopoFL` and by the Flower strategy
+    (:mod:`topofl_lib.flower`), so both run the same server.
+    """
+    descriptors = np.asarray(descriptors, dtype=np.float64)
+    K = descriptors.shape[0]
+    D = descriptor_distances(descriptors) if distances is None else np.asarray(distances)
+    labels = cluster_clients(D, n_clusters)
+    trust, z = trust_weights(D, tau)
+    if not use_trust:
+        trust = np.ones(K)
+    weights = intra_cluster_weights(normalise_descriptors(descriptors), labels, sizes, trust)
+    cluster_sizes = np.bincount(labels)
+    return {"distances": D, "labels": labels, "trust": trust, "z": z, "weights": weights,
+            "cluster_sizes": cluster_sizes,
+            "consensus_weights": cluster_sizes[labels] / K * weights}
+
+
+def aggregate_round(local_models, labels, weights, cluster_sizes, beta: float,
+                    previous=None, responded=None) -> np.ndarray:
+    """One pTopoFL aggregation: Eq. 6 within each cluster, then Eq. 7 blending.
+
+    ``responded`` (boolean, one per client) handles clients that did not reply in a
+    real federation: only responders' models are used, with their Eq. 6 weights
+    renormalised within each cluster, and a cluster none of whose clients replied keeps
+    its ``previous`` model. No stale or partial model enters the aggregate. With every
+    client responding this is exactly ``blend_clusters(cluster_models(...))``.
+    """
+    models = np.asarray(local_models, dtype=np.float64)
+    labels = np.asarray(labels)
+    weights = np.asarray(weights, dtype=np.float64)
+    if responded is None:
+        return blend_clusters(cluster_models(models, labels, weights), cluster_sizes, beta)
+    responded = np.asarray(responded, dtype=bool)
+    M = int(labels.max()) + 1
+    if previous is None and not all(responded[labels == j].any() for j in range(M)):
+        raise ValueError("a cluster has no responding client and no previous model")
+    theta = np.zeros((M, models.shape[1]))
+    for j in range(M):
+        m = (labels == j) & responded
+        if m.any():
+            w = weights[m] / weights[m].sum()
+            theta[j] = w @ models[m]
+        else:
+            theta[j] = np.asarray(previous, dtype=np.float64)[j]
+    return blend_clusters(theta, cluster_sizes, beta)

@@ -22,11 +22,29 @@ import hashlib
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._validation import check_int, check_random_state, check_real
+from .._validation import check_choice, check_int, check_random_state, check_real
 from ..data.scenarios import FederatedScenario
 from .local import LogisticLearner, local_sgd
 
-__all__ = ["FederatedAlgorithm"]
+__all__ = ["RNG_STREAMS", "FederatedAlgorithm", "client_streams"]
+
+#: How clients draw random numbers: one generator shared in client order (the
+#: in-process default, the committed results), or one stream per client seeded from
+#: ``(random_state, client)``, which a real federation can reproduce (Flower parity).
+RNG_STREAMS = ("shared", "per_client")
+
+
+def client_streams(random_state: int, k: int) -> tuple[np.random.Generator, int]:
+    """Client ``k``'s own mini-batch generator and persistence-subsample seed.
+
+    Both derive from ``SeedSequence(random_state, spawn_key=(k, ...))``, so a client
+    process that knows only the run seed and its partition id draws exactly the numbers
+    the in-process engine (``rng_streams="per_client"``) draws for it.
+    """
+    sgd = np.random.Generator(np.random.PCG64(
+        np.random.SeedSequence(random_state, spawn_key=(k, 0))))
+    topo = int(np.random.SeedSequence(random_state, spawn_key=(k, 1)).generate_state(1)[0])
+    return sgd, topo
 
 
 class FederatedAlgorithm(BaseEstimator):
@@ -49,6 +67,10 @@ class FederatedAlgorithm(BaseEstimator):
         :class:`topofl_lib.deep.TorchModel` is a torch network (multi-class, ``C`` unused).
     random_state : None or int
         Seeds every random choice of the run (mini-batch orders, subsamples).
+    rng_streams : {"shared", "per_client"}
+        (FedAvg, FedProx, pTopoFL) ``"shared"``: one generator consumed in client order;
+        ``"per_client"``: client ``k`` draws from :func:`client_streams` (needs an int
+        ``random_state``), as clients of a real federation do.
 
     Attributes
     ----------
@@ -68,8 +90,20 @@ class FederatedAlgorithm(BaseEstimator):
         check_int(self.batch_size, "batch_size", low=1)
         check_real(self.C, "C", low=0.0, low_open=True)
         check_random_state(self.random_state)
+        check_choice(self._streams, "rng_streams", RNG_STREAMS)
+        if self._streams == "per_client" and not isinstance(self.random_state, int):
+            raise ValueError("rng_streams='per_client' needs an int random_state, got "
+                             f"{self.random_state!r}")
         if self.model is not None and not callable(getattr(self.model, "make_learner", None)):
             raise TypeError(f"model must be None or a TorchModel, got {type(self.model).__name__}")
+
+    @property
+    def _streams(self) -> str:
+        return getattr(self, "rng_streams", "shared")
+
+    def _client_rng(self, k: int) -> np.random.Generator:
+        """The generator client ``k`` draws its mini-batch orders from."""
+        return self._client_rngs[k] if self._streams == "per_client" else self._rng
 
     def _validate_params(self) -> None:  # extended by subclasses
         self._validate_common()
@@ -87,7 +121,7 @@ class FederatedAlgorithm(BaseEstimator):
     def _train(self, k: int, w0: np.ndarray, extra=None) -> tuple[np.ndarray, int]:
         w, steps = local_sgd(
             w0, self._gradient(k), int(self._n[k]), lr=self.lr, epochs=self.local_epochs,
-            batch_size=self.batch_size, rng=self._rng, extra=extra,
+            batch_size=self.batch_size, rng=self._client_rng(k), extra=extra,
             momentum=self._learner.momentum,
         )
         return self._poison(k, w0, w), steps
@@ -118,6 +152,8 @@ class FederatedAlgorithm(BaseEstimator):
         self._rng = check_random_state(self.random_state)
         clients = list(scenario.clients)
         K = len(clients)
+        if self._streams == "per_client":
+            self._client_rngs = [client_streams(self.random_state, k)[0] for k in range(K)]
         self.n_clients_ = K
         self._scenario = scenario
         self._clients = clients

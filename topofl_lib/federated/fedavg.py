@@ -20,7 +20,7 @@ class FedAvg(FederatedAlgorithm):
     name = "FedAvg"
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
-                 model=None, random_state=None):
+                 model=None, random_state=None, rng_streams="shared"):
         self.n_rounds = n_rounds
         self.lr = lr
         self.local_epochs = local_epochs
@@ -28,6 +28,7 @@ class FedAvg(FederatedAlgorithm):
         self.C = C
         self.model = model
         self.random_state = random_state
+        self.rng_streams = rng_streams
 
     def _setup(self, K, w0):
         self.coef_ = w0.copy()
@@ -61,8 +62,9 @@ class FedProx(FedAvg):
     name = "FedProx"
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
-                 mu=0.1, model=None, random_state=None):
-        super().__init__(n_rounds, lr, local_epochs, batch_size, C, model, random_state)
+                 mu=0.1, model=None, random_state=None, rng_streams="shared"):
+        super().__init__(n_rounds, lr, local_epochs, batch_size, C, model, random_state,
+                         rng_streams)
         self.mu = mu
 
     def _validate_params(self):

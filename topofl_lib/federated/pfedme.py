@@ -61,7 +61,7 @@ class PFedMe(FederatedAlgorithm):
         theta = self.personal_[k].copy()
         n = int(self._n[k])
         for _ in range(self.local_epochs):
-            order = self._rng.permutation(n)
+            order = self._client_rng(k).permutation(n)
             for start in range(0, n, self.batch_size):
                 idx = order[start:start + self.batch_size]
                 for _ in range(self.inner_steps):

@@ -51,23 +51,35 @@ import numpy as np
 
 from .._validation import check_choice, check_int, check_real
 from ..topology.descriptor import H1_GRIDS, betti_curve, client_topology
-from ..topology.distances import (
-    DISTANCES,
-    descriptor_distances,
-    diagram_distances,
-    normalise_descriptors,
-)
+from ..topology.distances import DISTANCES, diagram_distances, normalise_descriptors
 from ..topology.persistence import PERSISTENCE_METHODS
-from .aggregation import (
-    blend_clusters,
-    cluster_clients,
-    cluster_models,
-    intra_cluster_weights,
-    trust_weights,
-)
-from .base import FederatedAlgorithm
+from .aggregation import aggregate_round, server_state
+from .base import FederatedAlgorithm, client_streams
 
-__all__ = ["PTopoFL"]
+__all__ = ["PTopoFL", "augment_features", "augmentation_stats"]
+
+
+def augmentation_stats(X, topology) -> tuple:
+    """Sec. 3.2 feature-augmentation statistics of one client (computed client-side).
+
+    ``topology`` is :func:`~topofl_lib.topology.client_topology`'s output for ``X``.
+    Returns ``(centre, scale, constants)`` for :func:`augment_features`.
+    """
+    phi, dgms, Xs = topology
+    m = Xs.shape[0]
+    h0 = dgms[0]
+    median_scale = np.median(h0[:, 1]) if h0.size else 0.0
+    b0 = betti_curve(h0, np.array([median_scale]), n_essential=1)[0]
+    log_m = np.log(max(m, 2))
+    constants = np.array([phi[0] / log_m, phi[1] / log_m, b0 / m])
+    return X.mean(axis=0), np.sqrt(X.shape[1]), constants
+
+
+def augment_features(X, stats) -> np.ndarray:
+    """Append the four Sec. 3.2 columns to ``X`` (see the module docstring)."""
+    centre, scale, constants = stats
+    dist = np.linalg.norm(X - centre, axis=1, keepdims=True) / scale
+    return np.hstack([X, dist, np.broadcast_to(constants, (X.shape[0], 3))])
 
 
 class PTopoFL(FederatedAlgorithm):
@@ -131,7 +143,8 @@ class PTopoFL(FederatedAlgorithm):
                  n_clusters=2, beta=0.3, tau=2.0, distance="l2", use_trust=True,
                  augment=True, n_sub=80, n_thresholds=20, persistence="ripser",
                  h1_grid="own", track_signatures=True, drift_threshold=None,
-                 drift_window=3, descriptor_mechanism=None, model=None, random_state=None):
+                 drift_window=3, descriptor_mechanism=None, model=None, random_state=None,
+                 rng_streams="shared"):
         self.n_rounds = n_rounds
         self.lr = lr
         self.local_epochs = local_epochs
@@ -153,6 +166,7 @@ class PTopoFL(FederatedAlgorithm):
         self.descriptor_mechanism = descriptor_mechanism
         self.model = model
         self.random_state = random_state
+        self.rng_streams = rng_streams
 
     def _validate_params(self):
         super()._validate_params()
@@ -205,7 +219,10 @@ class PTopoFL(FederatedAlgorithm):
         K = len(clients)
         if self.n_clusters > K:
             raise ValueError(f"n_clusters={self.n_clusters} exceeds the {K} clients")
-        self._client_seeds = self._rng.integers(0, 2**32 - 1, size=K)
+        if self._streams == "per_client":
+            self._client_seeds = [client_streams(self.random_state, k)[1] for k in range(K)]
+        else:
+            self._client_seeds = self._rng.integers(0, 2**32 - 1, size=K)
         self._topology_cache = {}
         tops = [self._topology(k, c.X_train) for k, c in enumerate(clients)]
         descriptors = np.array([t[0] for t in tops])
@@ -215,50 +232,29 @@ class PTopoFL(FederatedAlgorithm):
         self._server_step(descriptors, [t[1] for t in tops],
                           np.array([c.n_train for c in clients], dtype=np.float64))
         self._augmentation = [
-            self._augmentation_stats(c.X_train, t) if self.augment else None
+            augmentation_stats(c.X_train, t) if self.augment else None
             for c, t in zip(clients, tops, strict=True)
         ]
         self.recluster_rounds_ = []
 
     def _server_step(self, descriptors, diagrams, sizes) -> None:
         """Round-0 server work (and re-clustering): distances, clusters, trust, Eq. 6."""
-        K = descriptors.shape[0]
-        self.descriptors_ = descriptors
-        if self.distance == "l2":
-            self.distances_ = descriptor_distances(descriptors)
-        else:
-            self.distances_ = diagram_distances(diagrams)
-        self.labels_ = cluster_clients(self.distances_, self.n_clusters)
-        self.trust_, self.z_scores_ = trust_weights(self.distances_, self.tau)
-        if not self.use_trust:
-            self.trust_ = np.ones(K)
-        self.weights_ = intra_cluster_weights(
-            normalise_descriptors(descriptors), self.labels_, sizes, self.trust_)
-        self._cluster_sizes = np.bincount(self.labels_)
-        self.consensus_weights_ = self._cluster_sizes[self.labels_] / K * self.weights_
+        distances = None if self.distance == "l2" else diagram_distances(diagrams)
+        st = server_state(descriptors, sizes, self.n_clusters, self.tau, self.use_trust,
+                          distances)
+        self.descriptors_ = np.asarray(descriptors, dtype=np.float64)
+        self.distances_, self.labels_ = st["distances"], st["labels"]
+        self.trust_, self.z_scores_, self.weights_ = st["trust"], st["z"], st["weights"]
+        self._cluster_sizes = st["cluster_sizes"]
+        self.consensus_weights_ = st["consensus_weights"]
 
     def _client_changed(self, k, client):
         if self.augment:
-            self._augmentation[k] = self._augmentation_stats(
+            self._augmentation[k] = augmentation_stats(
                 client.X_train, self._topology(k, client.X_train))
 
-    @staticmethod
-    def _augmentation_stats(X, topology):
-        phi, dgms, Xs = topology
-        m = Xs.shape[0]
-        h0 = dgms[0]
-        median_scale = np.median(h0[:, 1]) if h0.size else 0.0
-        b0 = betti_curve(h0, np.array([median_scale]), n_essential=1)[0]
-        log_m = np.log(max(m, 2))
-        constants = np.array([phi[0] / log_m, phi[1] / log_m, b0 / m])
-        return X.mean(axis=0), np.sqrt(X.shape[1]), constants
-
     def _features(self, k, X):
-        if not self.augment:
-            return X
-        centre, scale, constants = self._augmentation[k]
-        dist = np.linalg.norm(X - centre, axis=1, keepdims=True) / scale
-        return np.hstack([X, dist, np.broadcast_to(constants, (X.shape[0], 3))])
+        return augment_features(X, self._augmentation[k]) if self.augment else X
 
     def _setup(self, K, w0):
         self.cluster_models_ = np.tile(w0, (self._cluster_sizes.size, 1))
@@ -275,8 +271,8 @@ class PTopoFL(FederatedAlgorithm):
         local = np.array([self._train(k, self.cluster_models_[self.labels_[k]])[0]
                           for k in range(K)])
         self.local_models_ = local
-        theta = cluster_models(local, self.labels_, self.weights_)
-        self.cluster_models_ = blend_clusters(theta, self._cluster_sizes, self.beta)
+        self.cluster_models_ = aggregate_round(local, self.labels_, self.weights_,
+                                               self._cluster_sizes, self.beta)
         self.weight_history_[r] = self.consensus_weights_
         if self._tracking:
             tops = [self._topology(k, c.X_train, self.cluster_models_[self.labels_[k]])
