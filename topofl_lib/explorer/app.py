@@ -295,8 +295,9 @@ class PersistenceExplorer:
             fig.data[0].marker.color = colours
             fig.data[1].x, fig.data[1].y = names, s["own_model"]
             fig.data[2].x, fig.data[2].y = names, s["trust"]
-            # colours are (re)sent with the data: the widget front end applies updates
-            fig.data[1].marker.color, fig.data[2].marker.color = "#bbbbbb", "#d62728"
+            # per-bar colour lists: the front end may drop colours given at construction
+            fig.data[1].marker.color = ["#bbbbbb"] * len(names)
+            fig.data[2].marker.color = ["#d62728"] * len(names)
         flagged = [k for k, z in enumerate(s["z"]) if z > c["tau"].value]
         groups = "; ".join(f"cluster {j}: {', '.join(map(str, np.flatnonzero(s['cluster'] == j)))}"
                            for j in range(int(s["cluster"].max()) + 1))
