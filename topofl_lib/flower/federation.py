@@ -113,7 +113,7 @@ class LocalFederation:
             f'address = "127.0.0.1:{self.port}"\ninsecure = true\n')
         self.superlink = self._spawn(
             [str(self.bin / "flower-superlink"), "--insecure", "--host", "127.0.0.1",
-             "--port", str(self.port), "--database", ":flwr-in-memory-state:"],
+             "--port", str(self.port)],  # no --database: the state stays in memory
             "superlink.log")
         deadline = time.monotonic() + wait
         while not self._listening(self.port):

@@ -42,7 +42,7 @@ def tgbs_table2_plot(table2: pd.DataFrame, paper: dict | None = None) -> go.Figu
     for col, metric in enumerate(("auc", "accuracy"), start=1):
         g = table2.groupby("block")[metric].agg(["mean", "std"]).fillna(0.0)
         fig.add_trace(go.Bar(x=g.index, y=g["mean"], error_y={"array": g["std"]},
-                             name=f"ours ({metric})", marker_color="#1f77b4",
+                             name="ours (mean ± sd)", marker_color="#1f77b4",
                              showlegend=col == 1), row=1, col=col)
         if paper and metric in paper:
             ref = paper[metric]
