@@ -24,6 +24,7 @@ from topofl_lib.federated.aggregation import (
     server_state,
 )
 from topofl_lib.federated.base import client_streams
+from topofl_lib.federated.ptopofl import signature_drift
 
 needs_flower = pytest.mark.skipif(importlib.util.find_spec("flwr") is None,
                                   reason="Flower is not installed: pip install -e .[flower]")
@@ -63,6 +64,13 @@ def test_server_state_is_what_ptopofl_uses():
     np.testing.assert_array_equal(st["labels"], est.labels_)
     np.testing.assert_allclose(st["weights"], est.weights_)
     np.testing.assert_allclose(st["trust"], est.trust_)
+
+
+def test_signature_drift_known_value():
+    sig = np.array([[[2.0, 0.0], [1.0, 0.0]], [[2.0, 0.0], [0.0, 3.0]], [[2.0, 0.0], [5.0, 0.0]]])
+    np.testing.assert_allclose(signature_drift(sig), [0.0, np.sqrt(2) / 3])
+    with pytest.raises(ValueError, match="n_rounds, K, dim"):
+        signature_drift(np.zeros((3, 4)))
 
 
 def test_client_streams_and_per_client_mode():
@@ -109,6 +117,7 @@ def test_flower_run_matches_in_process_engine(healthcare_files, tmp_path, method
     np.testing.assert_allclose(flower_auc, ref.history_["client_auc"][-1], rtol=0, atol=1e-9)
     if method == "pTopoFL":
         assert res["labels"] == ref.labels_.tolist()
+        np.testing.assert_allclose(res["drift"], ref.drift_, atol=1e-12)  # Eq. 9, tracked
         assert res["descriptor_bytes"] == 48 * 8           # float64, sent once
         assert res["model_bytes"] == (20 + 4 + 1) * 8      # 20 features + 4 augmented + bias
     else:
@@ -121,7 +130,7 @@ def test_killed_supernode_round_completes_and_node_rejoins(healthcare_files, tmp
 
     _, paths = healthcare_files
     with LocalFederation(paths, tmp_path) as fed:
-        proc, path = fed.submit("fault", **{"num-rounds": 4, "round-timeout": 20.0,
+        proc, path = fed.submit("fault", **{"num-rounds": 4, "round-timeout": 40.0,
                                             "eval-every": 4})
         log = tmp_path / "fault.log"
 

@@ -56,7 +56,22 @@ from ..topology.persistence import PERSISTENCE_METHODS
 from .aggregation import aggregate_round, server_state
 from .base import FederatedAlgorithm, client_streams
 
-__all__ = ["PTopoFL", "augment_features", "augmentation_stats"]
+__all__ = ["PTopoFL", "augment_features", "augmentation_stats", "signature_drift"]
+
+
+def signature_drift(signatures) -> np.ndarray:
+    """Eq. 9 signature drift of each client (Sec. 3.5).
+
+    ``signatures`` has shape (n_rounds, K, 48): the descriptors recorded each round. The
+    drift of client ``k`` is the mean over rounds of the distance between its
+    l2-normalised signature and its first one. Used by :class:`PTopoFL` and by the
+    Flower strategy (:mod:`topofl_lib.flower`).
+    """
+    sig = np.asarray(signatures, dtype=np.float64)
+    if sig.ndim != 3 or sig.shape[0] == 0:
+        raise ValueError(f"signatures must have shape (n_rounds, K, dim), got {sig.shape}")
+    normed = np.stack([normalise_descriptors(s) for s in sig])
+    return np.linalg.norm(normed - normed[0], axis=2).mean(axis=0)
 
 
 def augmentation_stats(X, topology) -> tuple:
@@ -278,8 +293,8 @@ class PTopoFL(FederatedAlgorithm):
             tops = [self._topology(k, c.X_train, self.cluster_models_[self.labels_[k]])
                     for k, c in enumerate(self._clients)]
             self.signatures_[r] = [t[0] for t in tops]
+            self.drift_ = signature_drift(self.signatures_[:r + 1])
             normed = np.stack([normalise_descriptors(s) for s in self.signatures_[:r + 1]])
-            self.drift_ = np.linalg.norm(normed - normed[0], axis=2).mean(axis=0)
             w = self.drift_window
             if r + 1 - self._since >= 2 * w:
                 reference = normed[self._since:self._since + w].mean(axis=0)

@@ -10,7 +10,8 @@ and holds only that client's data (``X_train, y_train, X_test, y_test``, written
   drawn with its own seed), sent as a MetricRecord;
 * ``train``: local SGD (:func:`~topofl_lib.federated.local.local_sgd` on the logistic
   learner, FedProx's proximal term when ``proximal-mu`` > 0) from the model the server
-  sent, on its features (with pTopoFL's Sec. 3.2 augmentation when ``augment``);
+  sent, on its features (with pTopoFL's Sec. 3.2 augmentation when ``augment``); with
+  signature tracking it also sends its current descriptor (Sec. 3.5);
 * ``evaluate``: AUC and accuracy of the model it deploys on its own test data.
 
 Random numbers: the client's generator is :func:`~topofl_lib.federated.client_streams`
@@ -80,9 +81,11 @@ def train(msg: Message, context: Context) -> Message:
     extra = (lambda w: mu * (w - w0)) if mu > 0 else None
     w, _ = local_sgd(w0, lambda w, idx: learner.gradient(w, xy, idx), n, lr=float(cfg["lr"]),
                      epochs=epochs, batch_size=int(cfg["batch-size"]), rng=rng, extra=extra)
-    content = RecordDict({"arrays": ArrayRecord([w]),
-                          "metrics": MetricRecord({"num-examples": n, "partition-id": pid})})
-    return Message(content, reply_to=msg)
+    metrics = MetricRecord({"num-examples": n, "partition-id": pid})
+    if bool(cfg["descriptor"]) and bool(cfg["track-signatures"]):  # Sec. 3.5 signature
+        phi = _topology(data, seed, pid, int(cfg["n-sub"]))[0]
+        metrics["descriptor"] = [float(v) for v in phi]
+    return Message(RecordDict({"arrays": ArrayRecord([w]), "metrics": metrics}), reply_to=msg)
 
 
 @app.evaluate()

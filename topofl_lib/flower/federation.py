@@ -40,6 +40,7 @@ DEFAULT_RUN_CONFIG = {"method": "pTopoFL", "num-rounds": 15, "seed": 0, "lr": 0.
                       "local-epochs": 2, "batch-size": 32, "C": 1.0, "n-clusters": 2,
                       "beta": 0.3, "tau": 2.0, "mu": 0.1, "n-sub": 80, "augment": True,
                       "min-nodes": 1, "round-timeout": 60.0, "eval-every": 1,
+                      "track-signatures": True,
                       "results-path": ""}
 
 
@@ -217,7 +218,8 @@ def in_process_reference(scenario: FederatedScenario, method: str = "pTopoFL",
     if method == "pTopoFL":
         params.update(n_clusters=int(cfg["n-clusters"]), beta=float(cfg["beta"]),
                       tau=float(cfg["tau"]), n_sub=int(cfg["n-sub"]),
-                      augment=bool(cfg["augment"]))
+                      augment=bool(cfg["augment"]),
+                      track_signatures=bool(cfg["track-signatures"]))
     elif method == "FedProx":
         params["mu"] = float(cfg["mu"])
     return make_method(method, **params).fit(scenario)

@@ -13,6 +13,15 @@ models travel between the strategy's steps as one ArrayRecord. FedAvg and FedPro
 the same strategy with one cluster and data-volume weights (FedProx adds
 ``proximal-mu`` to the clients' config).
 
+Signature tracking (Sec. 3.5, ``track-signatures``): with every training reply a
+pTopoFL client also sends its current descriptor; the strategy records them and the
+Eq. 9 drift of each client (:func:`~topofl_lib.federated.ptopofl.signature_drift`, the
+in-process engine's code), carrying a client's last signature through rounds it
+missed. It does not re-cluster (the in-process ``drift_threshold`` does).
+
+Minimum clients: a round waits until ``min-nodes`` SuperNodes are connected, and if
+fewer than ``min-nodes`` valid replies arrive it keeps the models unchanged (logged).
+
 Faults: replies that carry an error, or that do not arrive within ``round-timeout``,
 are dropped and logged; the round aggregates the clients that replied (Eq. 6 weights
 renormalised within their clusters; a cluster with no reply keeps its model), so no
@@ -36,11 +45,13 @@ from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import FedAvg
 
 from ..federated.aggregation import aggregate_round, server_state
+from ..federated.ptopofl import signature_drift
 
 app = ServerApp()
 
 #: Run-config keys forwarded to the clients.
-CLIENT_KEYS = ("seed", "lr", "local-epochs", "batch-size", "C", "augment", "n-sub")
+CLIENT_KEYS = ("seed", "lr", "local-epochs", "batch-size", "C", "augment", "n-sub",
+               "track-signatures")
 
 
 class TopoflStrategy(FedAvg):
@@ -59,7 +70,9 @@ class TopoflStrategy(FedAvg):
         self.partition: dict[int, int] = {}   # node id -> partition id
         self.sizes: dict[int, int] = {}       # partition id -> n_train
         self.state: dict | None = None
-        self.log: dict = {"rounds": [], "descriptor_bytes": 0, "model_bytes": 0}
+        self.min_nodes = min_nodes
+        self.signatures: list[np.ndarray] = []
+        self.log: dict = {"rounds": [], "descriptor_bytes": 0, "model_bytes": 0, "drift": None}
 
     # -- helpers ---------------------------------------------------------------------
     def _config(self, **extra) -> ConfigRecord:
@@ -89,6 +102,7 @@ class TopoflStrategy(FedAvg):
                 m = r.content["metrics"]
                 descriptors[int(m["partition-id"])] = np.asarray(m["descriptor"])
             self.log["descriptor_bytes"] = int(descriptors[0].nbytes)
+            self.signatures = [descriptors]
         sizes = np.array([self.sizes[k] for k in range(K)], dtype=np.float64)
         if self.method == "pTopoFL":
             self.state = server_state(descriptors, sizes, self.n_clusters, self.tau)
@@ -128,16 +142,27 @@ class TopoflStrategy(FedAvg):
         previous = self._arrays
         local = np.zeros_like(np.tile(previous[0], (K, 1)))
         responded = np.zeros(K, dtype=bool)
+        signature = self.signatures[-1].copy() if self.signatures else None
         for r in ok:
-            pid = int(r.content["metrics"]["partition-id"])
+            m = r.content["metrics"]
+            pid = int(m["partition-id"])
             local[pid] = r.content["arrays"].to_numpy_ndarrays()[0]
             responded[pid] = True
+            if signature is not None and "descriptor" in m:
+                signature[pid] = np.asarray(m["descriptor"])
         missing = [k for k in range(K) if not responded[k]]
         if missing:
             log(WARNING, "round %d: no valid reply from clients %s (%d errors); aggregating "
                 "the %d that replied", server_round, missing, len(replies) - len(ok),
                 int(responded.sum()))
         st = self.state
+        if 0 < responded.sum() < self.min_nodes:
+            log(WARNING, "round %d: %d valid replies < min-nodes = %d; models unchanged",
+                server_round, int(responded.sum()), self.min_nodes)
+            responded[:] = False
+        if signature is not None and bool(self.client_config.get("track-signatures")):
+            self.signatures.append(signature)
+            self.log["drift"] = signature_drift(self.signatures[1:]).tolist()
         if responded.any():
             models = aggregate_round(local, st["labels"], st["weights"], st["cluster_sizes"],
                                      self.beta if self.method == "pTopoFL" else 0.0,
@@ -182,6 +207,7 @@ def main(grid: Grid, context: Context) -> None:
     client_config["augment"] = bool(cfg["augment"]) and method == "pTopoFL"
     client_config["proximal-mu"] = float(cfg["mu"]) if method == "FedProx" else 0.0
     client_config["descriptor"] = method == "pTopoFL"
+    client_config["track-signatures"] = bool(cfg["track-signatures"]) and method == "pTopoFL"
     strategy = TopoflStrategy(method, int(cfg["n-clusters"]), float(cfg["beta"]),
                               float(cfg["tau"]), client_config, float(cfg["round-timeout"]),
                               int(cfg["min-nodes"]), int(cfg["eval-every"]),
