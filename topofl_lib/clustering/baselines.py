@@ -18,7 +18,13 @@ Every method privatises each client's records with
   ``n_clusters``; centres are the means of the groups. The original paper is not
   available here, so this is a simplification in its spirit; we say so in the notebook.
 
-``predict`` assigns a record to the nearest centre for every method.
+``predict`` assigns a record to the nearest centre for every method. Every method returns
+exactly ``n_clusters`` distinct centres or raises a ``ValueError`` that says why: all
+clients together must upload at least ``n_clusters`` points (``n_local`` per client,
+capped by the client's size), NN-FC needs two records per client (a k1-nearest-neighbour
+density needs a neighbour), and when the server step finds fewer distinct centres (k-means
+on fewer distinct uploads, or an NN-FC spectral split with an empty group) the fit fails
+instead of silently returning fewer.
 """
 
 from __future__ import annotations
@@ -31,20 +37,23 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans, SpectralClustering
 from sklearn.neighbors import NearestNeighbors, kneighbors_graph
 
-from .._validation import check_int, check_points, check_random_state, check_real
-from .ldp import check_clients, laplace_ldp
+from .._validation import check_int, check_points, check_random_state
+from .ldp import check_budget, check_clients, laplace_ldp
 
 __all__ = ["KFed", "MUFC", "NNFC", "privatised_clients"]
 
 
 def privatised_clients(client_datasets, epsilon, sensitivity, rng):
     """Validate client datasets and return their LDP releases (the shared client step)."""
-    check_real(epsilon, "epsilon", low=0.0, low_open=True)
-    check_real(sensitivity, "sensitivity", low=0.0, low_open=True)
+    check_budget(epsilon, sensitivity)
     return [laplace_ldp(X, epsilon, sensitivity, rng) for X in check_clients(client_datasets)]
 
 
 class _OneShot(ClusterMixin, BaseEstimator):
+    #: fewest records a client may hold, and why
+    min_records = 1
+    _min_records_why = ""
+
     def __init__(self, n_clusters=2, epsilon=1.0, sensitivity=1.0, n_local=None,
                  random_state=None):
         self.n_clusters = n_clusters
@@ -57,16 +66,54 @@ class _OneShot(ClusterMixin, BaseEstimator):
         k = self.n_local if self.n_local is not None else int(15 + n / 500)
         return min(k, n)
 
-    def fit(self, client_datasets, y=None):
-        """Privatise every client, run the client and server steps; sets ``cluster_centers_``."""
+    def _check_params(self):
+        """Hook for method-specific parameters (validated before any client is touched)."""
+
+    def _validate(self, client_datasets) -> list[np.ndarray]:
         check_int(self.n_clusters, "n_clusters", low=1)
         if self.n_local is not None:
             check_int(self.n_local, "n_local", low=1)
+        check_budget(self.epsilon, self.sensitivity)
+        self._check_params()
+        clients = check_clients(client_datasets)
+        name = type(self).__name__
+        for i, X in enumerate(clients):
+            if len(X) < self.min_records:
+                raise ValueError(
+                    f"client_datasets[{i}] has {len(X)} record(s); {name} needs at least "
+                    f"{self.min_records} per client ({self._min_records_why})")
+        uploads = sum(self._local_k(len(X)) for X in clients)
+        if uploads < self.n_clusters:
+            raise ValueError(
+                f"the {len(clients)} client(s) upload {uploads} local points in all "
+                f"(n_local={self.n_local}, capped by each client's size), fewer than "
+                f"n_clusters={self.n_clusters}; pass a larger n_local or fewer clusters")
+        return clients
+
+    def fit(self, client_datasets, y=None):
+        """Privatise every client, run the client and server steps; sets ``cluster_centers_``.
+
+        Raises
+        ------
+        ValueError
+            On bad parameters or client data, or when the server step finds fewer than
+            ``n_clusters`` distinct centres (see the module docstring).
+        """
+        clients = self._validate(client_datasets)
         rng = check_random_state(self.random_state)
-        noisy = privatised_clients(client_datasets, self.epsilon, self.sensitivity, rng)
+        noisy = [laplace_ldp(X, self.epsilon, self.sensitivity, rng) for X in clients]
         uploads = [self._client(X, rng) for X in noisy]
-        self.cluster_centers_ = self._server(uploads, rng)
+        centers = self._server(uploads, rng)
+        self._check_distinct(centers, "centre(s)")
+        self.cluster_centers_ = centers
         return self
+
+    def _check_distinct(self, points, what):
+        distinct = len(np.unique(points, axis=0))
+        if distinct < self.n_clusters:
+            raise ValueError(
+                f"{type(self).__name__} has {distinct} distinct {what}, fewer than "
+                f"n_clusters={self.n_clusters}, so it cannot return n_clusters centres")
 
     def predict(self, X) -> np.ndarray:
         """Index of the nearest centre."""
@@ -88,8 +135,9 @@ class KFed(_OneShot):
 
     def _server(self, uploads, rng):
         S = np.vstack(uploads)
-        k = min(self.n_clusters, len(S))
-        return KMeans(k, n_init=10, random_state=self._seed(rng)).fit(S).cluster_centers_
+        self._check_distinct(S, "uploaded centroid(s)")
+        km = KMeans(self.n_clusters, n_init=10, random_state=self._seed(rng))
+        return km.fit(S).cluster_centers_
 
 
 class MUFC(_OneShot):
@@ -102,8 +150,8 @@ class MUFC(_OneShot):
     def _server(self, uploads, rng):
         S = np.vstack([u[0] for u in uploads])
         w = np.concatenate([u[1] for u in uploads]).astype(np.float64)
-        k = min(self.n_clusters, len(S))
-        km = KMeans(k, n_init=10, random_state=self._seed(rng))
+        self._check_distinct(S, "uploaded centroid(s)")
+        km = KMeans(self.n_clusters, n_init=10, random_state=self._seed(rng))
         return km.fit(S, sample_weight=w).cluster_centers_
 
 
@@ -116,28 +164,42 @@ class NNFC(_OneShot):
         Local and global numbers of nearest neighbours.
     """
 
+    min_records = 2
+    _min_records_why = "a k1-nearest-neighbour density needs a neighbour"
+
     def __init__(self, n_clusters=2, epsilon=1.0, sensitivity=1.0, n_local=None, k1=20,
                  k2=10, random_state=None):
         super().__init__(n_clusters, epsilon, sensitivity, n_local, random_state)
         self.k1 = k1
         self.k2 = k2
 
-    def _client(self, X, rng):
+    def _check_params(self):
         check_int(self.k1, "k1", low=1)
-        k1 = min(self.k1, len(X) - 1) if len(X) > 1 else 1
+        check_int(self.k2, "k2", low=1)
+
+    def _client(self, X, rng):
+        k1 = min(self.k1, len(X) - 1)
         dist, _ = NearestNeighbors(n_neighbors=k1 + 1).fit(X).kneighbors(X)
         density = 1.0 / (dist[:, 1:].mean(axis=1) + 1e-12)
         return X[np.argsort(-density)[: self._local_k(len(X))]]
 
     def _server(self, uploads, rng):
-        check_int(self.k2, "k2", low=1)
         R = np.vstack(uploads)
-        k = min(self.n_clusters, len(R))
+        self._check_distinct(R, "representative(s)")
+        if self.n_clusters == 1:
+            return R.mean(axis=0, keepdims=True)
         A = kneighbors_graph(R, min(self.k2, len(R) - 1), include_self=False)
         A = 0.5 * (A + A.T)
         with warnings.catch_warnings():
             # a disconnected k2-NN graph is a legitimate outcome under heavy noise
             warnings.filterwarnings("ignore", message="Graph is not fully connected")
-            labels = SpectralClustering(k, affinity="precomputed", random_state=self._seed(rng),
+            labels = SpectralClustering(self.n_clusters, affinity="precomputed",
+                                        random_state=self._seed(rng),
                                         assign_labels="cluster_qr").fit_predict(A.toarray())
-        return np.array([R[labels == j].mean(axis=0) for j in range(k) if np.any(labels == j)])
+        filled = np.unique(labels).size
+        if filled < self.n_clusters:
+            raise ValueError(
+                f"NNFC's spectral split of the k2-nearest-neighbour graph of the "
+                f"{len(R)} representatives filled {filled} of n_clusters={self.n_clusters} "
+                "groups; try another k2 or n_local")
+        return np.array([R[labels == j].mean(axis=0) for j in range(self.n_clusters)])

@@ -5,6 +5,17 @@ two records differ by at most ``sensitivity`` in L1 norm; adding i.i.d.
 Laplace(``sensitivity / epsilon``) noise to every coordinate then makes each released
 record epsilon-LDP (the Laplace mechanism). Without the clipping the "sensitivity" of
 raw data would be unbounded and the guarantee void.
+
+Valid budgets: any finite ``epsilon > 0`` whose Laplace scale ``sensitivity / epsilon`` is
+at most :data:`MAX_LAPLACE_SCALE` (``1e50``). Everything downstream of the release works on
+powers of the noisy coordinates (k-means and the potential on squared distances, GFC's
+``mass="sse"`` on the variance of squared distances, i.e. fourth powers), and float64
+overflows beyond about ``1e308``: a scale above ``~1e77`` turns those into ``inf``/NaN and
+the methods fail with unrelated messages (at ``epsilon = 1e-200`` GFC died with "axis 1
+index 3300 exceeds matrix dimension"). The bound leaves a wide margin for sums over many
+records and features, and it costs nothing in practice: at a scale of ``1e50`` the noise
+is ``1e50`` times the bound on the data and the release carries no information. Very large
+budgets are fine (the noise just becomes negligible).
 """
 
 from __future__ import annotations
@@ -13,7 +24,43 @@ import numpy as np
 
 from .._validation import check_points, check_random_state, check_real
 
-__all__ = ["check_clients", "laplace_ldp"]
+__all__ = ["MAX_LAPLACE_SCALE", "check_budget", "check_clients", "laplace_ldp"]
+
+#: Largest supported Laplace scale ``sensitivity / epsilon`` (see the module docstring).
+MAX_LAPLACE_SCALE = 1e50
+
+
+def check_budget(epsilon, sensitivity) -> tuple[float, float]:
+    """Validate ``epsilon`` and ``sensitivity`` of the Laplace mechanism.
+
+    Parameters
+    ----------
+    epsilon : float
+        Per-record LDP budget, finite and > 0.
+    sensitivity : float
+        L1 sensitivity, finite and > 0.
+
+    Returns
+    -------
+    tuple of float
+        ``(epsilon, sensitivity)``.
+
+    Raises
+    ------
+    ValueError
+        If either is not finite and positive, or if the Laplace scale
+        ``sensitivity / epsilon`` exceeds :data:`MAX_LAPLACE_SCALE`.
+    """
+    eps = check_real(epsilon, "epsilon", low=0.0, low_open=True)
+    sens = check_real(sensitivity, "sensitivity", low=0.0, low_open=True)
+    scale = sens / eps
+    if not scale <= MAX_LAPLACE_SCALE:  # also catches an overflow to inf
+        raise ValueError(
+            f"epsilon={eps:g} with sensitivity={sens:g} gives the Laplace noise scale "
+            f"sensitivity/epsilon = {scale:.3g}, above the largest supported "
+            f"{MAX_LAPLACE_SCALE:.0e} (squared distances of such noise overflow float64); "
+            f"use epsilon >= {sens / MAX_LAPLACE_SCALE:.3g}")
+    return eps, sens
 
 
 def check_clients(client_datasets) -> list[np.ndarray]:
@@ -31,10 +78,23 @@ def check_clients(client_datasets) -> list[np.ndarray]:
 
 
 def laplace_ldp(X, epsilon: float, sensitivity: float, random_state=None) -> np.ndarray:
-    """Clip every record to L1 norm ``sensitivity / 2`` and add Laplace(``sensitivity/epsilon``)."""
+    """Clip every record to L1 norm ``sensitivity / 2`` and add Laplace(``sensitivity/epsilon``).
+
+    Parameters
+    ----------
+    X : array-like (n, d)
+        Records.
+    epsilon, sensitivity : float
+        Budget and L1 sensitivity (validated by :func:`check_budget`).
+    random_state : None, int or numpy Generator
+
+    Returns
+    -------
+    ndarray (n, d)
+        The released records.
+    """
     X = check_points(X)
-    check_real(epsilon, "epsilon", low=0.0, low_open=True)
-    check_real(sensitivity, "sensitivity", low=0.0, low_open=True)
+    epsilon, sensitivity = check_budget(epsilon, sensitivity)
     rng = check_random_state(random_state)
     radius = sensitivity / 2.0
     l1 = np.abs(X).sum(axis=1, keepdims=True)
