@@ -1,7 +1,12 @@
 """Federated clustering under local differential privacy: GFC and its building blocks."""
 
 from .baselines import MUFC, NNFC, KFed, privatised_clients
-from .gfc import GravitationalFederatedClustering, gravitational_potential, local_centroids
+from .gfc import (
+    GravitationalFederatedClustering,
+    gravitational_potential,
+    local_centroids,
+    paper_delta,
+)
 from .ldp import laplace_ldp
 from .merge_tree import MergeTree, superlevel_persistence
 
@@ -15,5 +20,6 @@ __all__ = [
     "gravitational_potential",
     "laplace_ldp",
     "local_centroids",
+    "paper_delta",
     "superlevel_persistence",
 ]

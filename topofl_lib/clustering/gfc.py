@@ -19,12 +19,49 @@ uploaded centroids (any dimension; no grid), the potential
 :math:`E(g) = \sum_\alpha w_\alpha / (\|g - c_\alpha\|^p + \delta)` (computed in chunks),
 and the merge tree of the superlevel sets of E on a neighbourhood graph of the synthetic
 points (:mod:`topofl_lib.clustering.merge_tree`). The ``n_clusters`` most persistent
-peaks give the centres: the energy-weighted centroid of each peak's basin. Only when
-fewer peaks exist are the paper's fallbacks used (remaining centres from the
-highest-energy synthetic points outside the found basins); ``fallback_`` says so.
+peaks give the centres (Algorithm 4, lines 17-18).
+
+Centre of a peak (``center_from``). Algorithm 4 sweeps the thresholds upwards
+(:math:`h_1 < h_2 < \dots`) over the superlevel sets :math:`\{g : E(g) \ge h\}` of the
+main text (its line 4 prints ":math:`\le`", which would make components be born at the
+minima of E), so the sets shrink and split. A component is "newborn" when it appears at a
+split (line 7: present at :math:`h`, not just below), and its centre
+:math:`\mu_C = \sum_{g \in C} E(g) g / \sum_{g \in C} E(g)` is computed once, at birth
+(lines 8-10); the authors' released code does the same (a node of its region tree is
+created only at a split and keeps the energy-weighted position of that moment). The
+component that ends at a peak, a leaf of the tree, is therefore born at the highest split
+on the peak's side: it is the peak's component just above the highest saddle next to it
+(:meth:`~topofl_lib.clustering.merge_tree.MergeTree.leaves`). That is the default,
+``center_from="leaf"``: the energy-weighted mean of the hilltop. Two alternatives:
+
+* ``"peak"``: the synthetic point at the peak itself. This is what the main text's reading
+  (":math:`h` decreases", each component born as the single point at its peak) gives at
+  full threshold resolution; it is the limit of ``"leaf"`` when a bump merges right below
+  the peak, and it carries the jitter of the uniform synthetic sample (a sample point is
+  only near the true mode when the sample is dense, which it is not in many dimensions).
+* ``"basin"``: the energy-weighted mean of the whole basin that drains into the peak
+  (unselected peaks joined to the peak they merge into), our rule before. It averages
+  every synthetic point of the basin, its low flanks far from the peak included.
+
+The rule changes the scores, but neither is uniformly better: on the notebook's datasets
+(paper profile, 10 seeds) the leaf rule scores higher on some dataset/budget cells and
+lower on others than the basin rule.
+
+Leaves come from the full merge tree, as in Algorithm 4: a low-persistence bump that
+merges into a selected peak still cuts its leaf at the bump's saddle.
+
+Fallback (Algorithm 4, lines 19-23). When the tree has fewer than ``n_clusters`` peaks,
+every peak is already a centre, so line 20 (more tree components ranked by energy) has
+nothing new to add in a merge tree whose every leaf is taken; line 22 fills the missing
+centres with the highest-energy synthetic points that are not already a peak, and
+``fallback_`` says ``"top_energy_points"``. These points sit on the flanks of the highest
+peak, so the added centres crowd around it: the fallback returns the requested number of
+centres, not the clusters the landscape failed to show. The estimator always returns
+exactly ``n_clusters`` distinct centres.
 
 Heuristics (paper Sec. "Experimental settings"), each overridable:
-``n_local = 15 + n/500`` local centroids, ``delta = 500 exp(-5 epsilon)``,
+``n_local = 15 + n/500`` local centroids, ``delta = 500 exp(-5 epsilon)``
+(:func:`paper_delta`; the value used is the fitted ``delta_``),
 ``alpha = 2 + 20/(epsilon + 1)``, and for ``graph="radius"`` the radius
 ``r`` = 1st percentile of the non-zero distances between centroids. The default graph
 is the ``n_neighbors``-nearest-neighbour graph: with uniform synthetic points in more than
@@ -43,14 +80,33 @@ from sklearn.cluster import KMeans
 from sklearn.neighbors import radius_neighbors_graph
 
 from .._validation import check_choice, check_int, check_points, check_random_state, check_real
-from .ldp import check_clients, laplace_ldp
+from .ldp import check_budget, check_clients, laplace_ldp
 from .merge_tree import superlevel_persistence
 
 __all__ = ["GravitationalFederatedClustering", "gravitational_potential", "knn_graph",
-           "local_centroids"]
+           "local_centroids", "paper_delta"]
 
 MASSES = ("variance", "sse", "inverse")
 GRAPHS = ("knn", "radius")
+CENTERS = ("leaf", "peak", "basin")
+#: Floor on the softening delta (the paper's heuristic underflows to 0 for large epsilon).
+MIN_DELTA = 1e-12
+
+
+def paper_delta(epsilon: float) -> float:
+    """The paper's softening heuristic ``500 exp(-5 epsilon)``, floored at ``MIN_DELTA``.
+
+    Parameters
+    ----------
+    epsilon : float
+        Privacy budget.
+
+    Returns
+    -------
+    float
+        The delta GFC uses when ``delta=None``.
+    """
+    return max(500.0 * float(np.exp(-5.0 * epsilon)), MIN_DELTA)
 
 
 def local_centroids(X, n_local: int, mass: str = "variance", sigma: float | None = None,
@@ -122,7 +178,8 @@ class GravitationalFederatedClustering(ClusterMixin, BaseEstimator):
     ----------
     n_clusters : int
     epsilon : float > 0
-        Per-record LDP budget.
+        Per-record LDP budget; the Laplace scale ``sensitivity / epsilon`` must be at most
+        ``1e50`` (:mod:`topofl_lib.clustering.ldp` explains why).
     sensitivity : float, default=1.0
         L1 sensitivity; records are clipped to L1 norm ``sensitivity / 2``. Scale the
         features to a public range first (e.g. the unit box).
@@ -135,21 +192,28 @@ class GravitationalFederatedClustering(ClusterMixin, BaseEstimator):
         Mass scale for ``mass="variance"``.
     graph : {"knn", "radius"}
     n_neighbors : int, default=10
+    center_from : {"leaf", "peak", "basin"}, default="leaf"
+        Where a selected peak's centre comes from: the energy-weighted mean of its leaf
+        component (Algorithm 4), the synthetic point at the peak, or the energy-weighted
+        mean of its whole basin (module docstring).
     random_state : None or int
 
     Attributes
     ----------
     cluster_centers_ : ndarray (n_clusters, d)
+        Always exactly ``n_clusters`` distinct rows.
     centroids_, masses_ : uploaded local centroids and masses
     synthetic_, energy_ : synthetic points and their potential
+    delta_ : float  the softening used (``delta``, or :func:`paper_delta` of epsilon)
     merge_tree_ : :class:`~topofl_lib.clustering.merge_tree.MergeTree`
     n_peaks_ : int  peaks found by the persistence step
+    peaks_ : ndarray  synthetic-point index of the peak behind each persistence centre
     fallback_ : str or None  which fallback filled missing centres, if any
     """
 
     def __init__(self, n_clusters=2, epsilon=1.0, sensitivity=1.0, n_local=None, delta=None,
                  alpha=None, p=2.0, mass="variance", sigma=None, graph="knn", n_neighbors=10,
-                 radius=None, random_state=None):
+                 radius=None, center_from="leaf", random_state=None):
         self.n_clusters = n_clusters
         self.epsilon = epsilon
         self.sensitivity = sensitivity
@@ -162,15 +226,16 @@ class GravitationalFederatedClustering(ClusterMixin, BaseEstimator):
         self.graph = graph
         self.n_neighbors = n_neighbors
         self.radius = radius
+        self.center_from = center_from
         self.random_state = random_state
 
     def _validate(self, clients) -> list[np.ndarray]:
         check_int(self.n_clusters, "n_clusters", low=1)
-        check_real(self.epsilon, "epsilon", low=0.0, low_open=True)
-        check_real(self.sensitivity, "sensitivity", low=0.0, low_open=True)
+        check_budget(self.epsilon, self.sensitivity)
         check_real(self.p, "p", low=0.0, low_open=True)
         check_choice(self.mass, "mass", MASSES)
         check_choice(self.graph, "graph", GRAPHS)
+        check_choice(self.center_from, "center_from", CENTERS)
         check_int(self.n_neighbors, "n_neighbors", low=1)
         for name in ("delta", "alpha", "radius", "sigma"):
             if getattr(self, name) is not None:
@@ -184,15 +249,14 @@ class GravitationalFederatedClustering(ClusterMixin, BaseEstimator):
         clients = self._validate(client_datasets)
         rng = check_random_state(self.random_state)
         eps = float(self.epsilon)
-        delta = self.delta if self.delta is not None else 500.0 * np.exp(-5.0 * eps)
-        delta = max(delta, 1e-12)
+        delta = max(float(self.delta), MIN_DELTA) if self.delta is not None else paper_delta(eps)
         alpha = self.alpha if self.alpha is not None else 2.0 + 20.0 / (eps + 1.0)
         cents, masses = [], []
         for i, X in enumerate(clients):
             k = self.n_local if self.n_local is not None else int(15 + X.shape[0] / 500)
             if X.shape[0] < k:
                 raise ValueError(
-                    f"client_datasets[{i}] has {X.shape[0]} records, fewer than the {k} local "
+                    f"client_datasets[{i}] has {X.shape[0]} record(s), fewer than the {k} local "
                     "centroids; pass a smaller n_local")
             noisy = laplace_ldp(X, eps, self.sensitivity, rng)
             C, w = local_centroids(noisy, k, self.mass, self.sigma, delta, rng)
@@ -214,24 +278,29 @@ class GravitationalFederatedClustering(ClusterMixin, BaseEstimator):
         tree = superlevel_persistence(E, A)
         self.synthetic_, self.energy_, self.merge_tree_ = G, E, tree
         self.n_peaks_ = int(tree.peaks.size)
-        chosen = tree.peaks[:self.n_clusters]
-        assign = tree.assign(chosen)
-        centers = []
-        for pk in chosen:
-            members = assign == pk
-            centers.append(E[members] @ G[members] / E[members].sum())
-        self.fallback_ = None
-        if len(centers) < self.n_clusters:
-            self.fallback_ = "top_energy_points"
-            used = np.isin(assign, chosen)
-            for j in np.argsort(-E):
-                if len(centers) == self.n_clusters:
-                    break
-                if not used[j]:
-                    centers.append(G[j])
-                    used[j] = True
-        self.cluster_centers_ = np.asarray(centers)
+        self.delta_ = delta
+        self.peaks_ = tree.peaks[:self.n_clusters]
+        self.cluster_centers_, self.fallback_ = self._centers(G, E, tree, self.peaks_)
         return self
+
+    def _centers(self, G, E, tree, chosen) -> tuple[np.ndarray, str | None]:
+        """Centres of the chosen peaks (``center_from``), then the fallback if needed."""
+        if self.center_from == "peak":
+            centers = list(G[chosen])
+        else:
+            labels = tree.leaves(chosen) if self.center_from == "leaf" else tree.assign(chosen)
+            centers = []
+            for pk in chosen:
+                members = labels == pk
+                centers.append(E[members] @ G[members] / E[members].sum())
+        if len(centers) == self.n_clusters:
+            return np.asarray(centers), None
+        # Algorithm 4 line 22: the highest-energy synthetic points not already a peak
+        # (m >= n_clusters + 1 synthetic points, so there are always enough)
+        ranked = np.argsort(-E, kind="stable")
+        ranked = ranked[~np.isin(ranked, chosen)]
+        centers.extend(G[ranked[:self.n_clusters - len(centers)]])
+        return np.asarray(centers), "top_energy_points"
 
     def predict(self, X) -> np.ndarray:
         """Index of the nearest cluster centre for each record."""

@@ -6,9 +6,11 @@ component except the one with the highest peak (the elder rule) dies at the vert
 value. A peak's persistence is its birth value minus the value at which it merges into a
 higher peak; the global maximum (and the peak of every other component that never
 merges) dies at the minimum value of the function. Each vertex is assigned to the basin
-of the component it joins. With union-find (path halving, union by peak) the whole tree
-costs O(m alpha(m)) after an O(m log m) sort, instead of recomputing components at every
-threshold.
+of the component it joins. A peak's *leaf* is its component just before that component
+first meets another one (a younger peak merging into it, or itself merging into an elder):
+the vertices above the highest saddle next to the peak. With union-find (path halving,
+union by peak) the whole tree costs O(m alpha(m)) after an O(m log m) sort, instead of
+recomputing components at every threshold.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ class MergeTree:
     death : ndarray (n_peaks,)      value at which it merged into a higher peak
     basin : ndarray (m,)            for every vertex, the peak (vertex index) of its basin
     merged_into : ndarray (n_peaks,) the peak each one merged into (-1: never merged)
+    rank : ndarray (m,)             position of every vertex in the sweep (0: highest value)
+    first_merge : ndarray (n_peaks,) sweep position of the vertex at which the peak's
+                                    component first met another one (m: never)
     """
 
     peaks: np.ndarray
@@ -39,6 +44,8 @@ class MergeTree:
     death: np.ndarray
     basin: np.ndarray
     merged_into: np.ndarray
+    rank: np.ndarray
+    first_merge: np.ndarray
 
     def assign(self, selected) -> np.ndarray:
         """Label every vertex with the selected peak its basin drains into (-1: none).
@@ -61,6 +68,24 @@ class MergeTree:
                 resolved[p] = p
         lut = np.vectorize(lambda b: resolved.get(int(b), -1), otypes=[np.int64])
         return lut(self.basin)
+
+    def leaves(self, selected) -> np.ndarray:
+        """Label every vertex with the selected peak whose leaf holds it (-1: none).
+
+        The leaf of a peak is its component in the superlevel set just above the value at
+        which that component first meets another one, i.e. the vertices of its basin swept
+        before that first merge. Leaves of different peaks are disjoint. A peak whose
+        component never meets another one (a connected component of the graph with a single
+        peak) keeps its whole basin.
+        """
+        first = dict(zip(self.peaks.tolist(), self.first_merge.tolist(), strict=True))
+        labels = np.full(self.basin.size, -1, dtype=np.int64)
+        for p in selected:
+            p = int(p)
+            if p not in first:
+                raise ValueError(f"vertex {p} is not a peak of this merge tree")
+            labels[(self.basin == p) & (self.rank < first[p])] = p
+        return labels
 
     @property
     def persistence(self) -> np.ndarray:
@@ -93,7 +118,7 @@ def superlevel_persistence(values, graph) -> MergeTree:
     parent = np.full(m, -1, dtype=np.int64)  # -1: not yet processed
     peak_of = np.zeros(m, dtype=np.int64)    # root -> its peak vertex
     basin = np.empty(m, dtype=np.int64)
-    death, merged = {}, {}
+    death, merged, first = {}, {}, {}
 
     def find(x: int) -> int:
         while parent[x] != x:
@@ -101,7 +126,7 @@ def superlevel_persistence(values, graph) -> MergeTree:
             x = parent[x]
         return x
 
-    for v in order.tolist():
+    for pos, v in enumerate(order.tolist()):
         roots = {find(u) for u in indices[indptr[v]:indptr[v + 1]].tolist() if parent[u] >= 0}
         if not roots:
             parent[v] = v
@@ -110,6 +135,9 @@ def superlevel_persistence(values, graph) -> MergeTree:
             continue
         # the component with the highest peak survives (elder rule)
         elder = max(roots, key=lambda r: values[peak_of[r]])
+        if len(roots) > 1:
+            for r in roots:
+                first.setdefault(int(peak_of[r]), pos)
         for r in roots:
             if r != elder:
                 death[int(peak_of[r])] = values[v]
@@ -122,5 +150,9 @@ def superlevel_persistence(values, graph) -> MergeTree:
     deaths = np.array([death.get(int(p), floor) for p in peaks])
     births = values[peaks]
     into = np.array([merged.get(int(p), -1) for p in peaks], dtype=np.int64)
+    firsts = np.array([first.get(int(p), m) for p in peaks], dtype=np.int64)
+    sweep = np.empty(m, dtype=np.int64)
+    sweep[order] = np.arange(m)
     rank = np.argsort(-(births - deaths), kind="stable")
-    return MergeTree(peaks[rank], births[rank], deaths[rank], basin, into[rank])
+    return MergeTree(peaks[rank], births[rank], deaths[rank], basin, into[rank], sweep,
+                     firsts[rank])

@@ -53,8 +53,7 @@ def energy_contours(models: dict, resolution: int = 120) -> go.Figure:
         lo, hi = S.min(axis=0), S.max(axis=0)
         xs, ys = np.linspace(lo[0], hi[0], resolution), np.linspace(lo[1], hi[1], resolution)
         grid = np.array(np.meshgrid(xs, ys)).reshape(2, -1).T
-        delta = est.delta if est.delta is not None else 500.0 * np.exp(-5.0 * est.epsilon)
-        E = gravitational_potential(grid, S, w, est.p, max(delta, 1e-12))
+        E = gravitational_potential(grid, S, w, est.p, est.delta_)
         fig.add_trace(go.Contour(x=xs, y=ys, z=np.log10(E.reshape(resolution, resolution)),
                                  colorscale="Viridis", showscale=i == len(labels) - 1,
                                  colorbar={"title": "log10 E"}), row=1, col=i + 1)
