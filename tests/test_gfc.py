@@ -7,11 +7,17 @@ from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
 from topofl_lib.clustering import (
+    MUFC,
+    NNFC,
     GravitationalFederatedClustering,
+    KFed,
     gravitational_potential,
     laplace_ldp,
     superlevel_persistence,
 )
+from topofl_lib.clustering.evaluation import load_clustering_dataset
+from topofl_lib.clustering.gfc import paper_delta
+from topofl_lib.data import kmeans_noniid_partition
 
 
 def _path_graph(m):
@@ -35,6 +41,31 @@ def test_merge_tree_of_a_1d_energy_has_the_known_persistences():
         1: -1, 5: 1, 3: 5}
     # vertex 6 (value 0.5) joins after all merges, hence the global basin
     assert tree.assign([1, 5]).tolist() == [1, 1, 1, 5, 5, 5, 1]
+
+
+def test_merge_tree_leaves_are_the_hilltops_above_the_first_saddle():
+    """Two hills on a path, 5 at vertex 2 and 3.5 at vertex 6, meeting at vertex 4 (value 1).
+
+    Sweeping down, each hill gathers its own shoulders (vertices 1, 3 and 5, 7) before the
+    two components first meet at vertex 4: those are the leaves. The basin of the higher
+    peak also holds everything swept after the merge (4, 8, 0).
+    """
+    values = np.array([0.0, 4.0, 5.0, 4.5, 1.0, 3.0, 3.5, 2.5, 0.2])
+    tree = superlevel_persistence(values, _path_graph(values.size))
+    assert tree.peaks.tolist() == [2, 6]
+    assert tree.first_merge.tolist() == [tree.rank[4]] * 2
+    assert tree.leaves([2, 6]).tolist() == [-1, 2, 2, 2, -1, 6, 6, 6, -1]
+    assert tree.leaves([6]).tolist() == [-1, -1, -1, -1, -1, 6, 6, 6, -1]
+    assert tree.assign([2, 6]).tolist() == [2, 2, 2, 2, 2, 6, 6, 6, 2]
+    # a single hill never meets another component: its leaf is its whole basin
+    single = superlevel_persistence([1.0, 2.0, 3.0, 2.0], _path_graph(4))
+    assert single.first_merge.tolist() == [4]
+    assert single.leaves([2]).tolist() == [2, 2, 2, 2]
+    # a younger bump next to the higher peak cuts that peak's leaf at the bump's saddle
+    bump = superlevel_persistence([5.0, 4.0, 4.2, 1.0], _path_graph(4))
+    assert bump.leaves(bump.peaks).tolist() == [0, -1, 2, -1]
+    with pytest.raises(ValueError, match="not a peak"):
+        tree.leaves([3])
 
 
 def test_merge_tree_validates():
@@ -86,6 +117,146 @@ def test_potential_formula():
     E = gravitational_potential([[0.0, 0.0]], np.array([[1.0, 0.0], [0.0, 2.0]]),
                                 np.array([1.0, 2.0]), p=2, delta=1.0)
     assert E[0] == pytest.approx(1 / 2 + 2 / 5)
+
+
+def _gfc_centre_rules(est):
+    """The centres each rule gives for a fitted model's chosen peaks (no fallback)."""
+    G, E, tree, peaks = est.synthetic_, est.energy_, est.merge_tree_, est.peaks_
+
+    def means(labels):
+        return np.array([E[labels == p] @ G[labels == p] / E[labels == p].sum() for p in peaks])
+
+    return {"leaf": means(tree.leaves(peaks)), "peak": G[peaks],
+            "basin": means(tree.assign(peaks))}
+
+
+def test_gfc_centre_of_a_peak_follows_center_from():
+    """Default: the energy-weighted mean of each chosen peak's leaf (Algorithm 4, line 9);
+    "peak" and "basin" give the peak point and the basin mean. The three differ, and each
+    rule recovers three well separated blobs."""
+    X, y, clients = _blobs()
+    fits = {rule: GravitationalFederatedClustering(3, epsilon=1000, center_from=rule,
+                                                   random_state=0).fit(clients)
+            for rule in ("leaf", "peak", "basin")}
+    assert GravitationalFederatedClustering().center_from == "leaf"
+    expected = _gfc_centre_rules(fits["leaf"])
+    for rule, est in fits.items():
+        assert est.fallback_ is None
+        assert np.allclose(est.cluster_centers_, expected[rule])
+        assert adjusted_rand_score(y, est.predict(X)) > 0.95
+    assert not np.allclose(expected["leaf"], expected["basin"])
+    assert not np.allclose(expected["leaf"], expected["peak"])
+    with pytest.raises(ValueError, match="center_from"):
+        GravitationalFederatedClustering(3, center_from="mean").fit(clients)
+
+
+def _paper_clients(name, seed=0):
+    """Clients and class count as clustering_experiment builds them (Algorithm 5)."""
+    X, y = load_clustering_dataset(name)
+    clients = [X[p] for p in kmeans_noniid_partition(X, y, 10, random_state=seed)]
+    smallest = min(len(c) for c in clients)
+    return clients, int(np.unique(y).size), min(int(15 + smallest / 500), smallest)
+
+
+@pytest.mark.parametrize("name, epsilon, seed", [("blobs2d", 1.0, 0), ("iris", 1000.0, 2)])
+def test_gfc_fallback_fills_every_missing_centre(name, epsilon, seed):
+    """Regression: with fewer peaks than clusters the fallback used to add nothing (1 of 4
+    centres on 2-D blobs at epsilon = 1, 2 of 3 on iris at epsilon = 1000). Now the
+    missing centres are the highest-energy synthetic points that are not a peak."""
+    clients, k, n_local = _paper_clients(name, seed)
+    est = GravitationalFederatedClustering(k, epsilon=epsilon, n_local=n_local,
+                                           random_state=seed).fit(clients)
+    assert est.n_peaks_ < k and est.fallback_ == "top_energy_points"
+    assert est.cluster_centers_.shape == (k, clients[0].shape[1])
+    for rule in ("leaf", "peak", "basin"):
+        est = GravitationalFederatedClustering(k, epsilon=epsilon, n_local=n_local,
+                                               center_from=rule, random_state=seed).fit(clients)
+        assert est.n_peaks_ < k and est.fallback_ == "top_energy_points"
+        C = est.cluster_centers_
+        assert C.shape == (k, clients[0].shape[1]) and len(np.unique(C, axis=0)) == k
+        assert np.allclose(C[:est.n_peaks_], _gfc_centre_rules(est)[rule])
+        ranked = [j for j in np.argsort(-est.energy_) if j not in est.peaks_]
+        assert np.array_equal(C[est.n_peaks_:], est.synthetic_[ranked[:k - est.n_peaks_]])
+
+
+def test_gfc_asked_for_more_clusters_than_peaks():
+    """Regression: n_clusters=3 on two tight blobs returned 2 centres."""
+    X, _ = make_blobs(400, centers=[[-0.2, 0.0], [0.2, 0.0]], cluster_std=0.01, random_state=0)
+    est = GravitationalFederatedClustering(3, epsilon=1000, random_state=0).fit(
+        [X[:200], X[200:]])
+    assert est.n_peaks_ == 2 and est.fallback_ == "top_energy_points"
+    assert est.cluster_centers_.shape == (3, 2)
+    assert len(np.unique(est.cluster_centers_, axis=0)) == 3
+
+
+@pytest.mark.parametrize("cls", [GravitationalFederatedClustering, KFed, MUFC, NNFC])
+@pytest.mark.parametrize("n_clusters", [1, 2, 5, 8])
+def test_every_estimator_returns_exactly_n_clusters_distinct_centres(cls, n_clusters):
+    """On three blobs, any n_clusters (fewer or more than the blobs) gives that many
+    distinct centres, at a weak and a strong budget."""
+    _, _, clients = _blobs()
+    for epsilon in (1000.0, 1.0):
+        C = cls(n_clusters, epsilon=epsilon, random_state=0).fit(clients).cluster_centers_
+        assert C.shape == (n_clusters, 2) and len(np.unique(C, axis=0)) == n_clusters
+
+
+@pytest.mark.parametrize("cls", [KFed, MUFC, NNFC])
+def test_baselines_raise_instead_of_returning_fewer_centres(cls):
+    """Too few uploads in all, or uploads with fewer distinct points than n_clusters,
+    raise with the reason (they used to return fewer centres silently)."""
+    _, _, clients = _blobs()
+    with pytest.raises(ValueError, match=r"upload 10 local points in all.*n_clusters=12"):
+        cls(12, n_local=1, random_state=0).fit(clients)
+    twins = [np.repeat([[0.1, 0.1], [-0.1, -0.1]], 20, axis=0)] * 3
+    with pytest.raises(ValueError, match="n_clusters=3"):
+        cls(3, epsilon=1e300, n_local=2, random_state=0).fit(twins)
+
+
+def test_nnfc_one_record_client_is_a_clear_error():
+    """Regression: NN-FC with a one-record client failed inside scikit-learn
+    ("Expected n_neighbors <= n_samples_fit")."""
+    _, _, clients = _blobs()
+    with pytest.raises(ValueError, match=r"client_datasets\[3\] has 1 record.*at least 2"):
+        NNFC(3, random_state=0).fit(clients[:3] + [clients[3][:1]])
+    assert KFed(3, random_state=0).fit(clients[:3] + [clients[3][:1]]).cluster_centers_.shape \
+        == (3, 2)
+
+
+@pytest.mark.parametrize("cls", [GravitationalFederatedClustering, KFed, MUFC, NNFC])
+def test_epsilon_whose_laplace_scale_overflows_is_refused(cls):
+    """Regression: epsilon = 1e-200 failed with "axis 1 index 3300 exceeds matrix dimension"
+    (GFC) or returned inf/NaN-driven centres. The Laplace scale sensitivity/epsilon must be
+    at most 1e50; at the bound every method runs without a floating-point warning."""
+    _, _, clients = _blobs()
+    with pytest.raises(ValueError, match=r"epsilon=1e-200 .* use epsilon >= 1e-50"):
+        cls(3, epsilon=1e-200).fit(clients)
+    with pytest.raises(ValueError, match="sensitivity/epsilon = 1e\\+52"):
+        cls(3, epsilon=0.01, sensitivity=1e50).fit(clients)
+    with np.errstate(all="raise"):
+        C = cls(3, epsilon=1e-50, random_state=0).fit(clients).cluster_centers_
+    assert np.all(np.isfinite(C))
+
+
+def test_gfc_sse_mass_at_the_largest_laplace_scale():
+    """mass="sse" takes fourth powers of the noisy coordinates: still finite at 1e50."""
+    _, _, clients = _blobs()
+    with np.errstate(all="raise"):
+        est = GravitationalFederatedClustering(3, epsilon=1e-50, mass="sse",
+                                               random_state=0).fit(clients)
+    assert np.all(np.isfinite(est.masses_)) and np.all(est.masses_ > 0)
+
+
+def test_gfc_delta_is_a_fitted_attribute():
+    """delta_ is the softening used: the paper's 500 exp(-5 epsilon) (floored at 1e-12)
+    unless delta is given; the energy of the synthetic points is computed with it."""
+    _, _, clients = _blobs()
+    for epsilon in (0.5, 1000.0):
+        est = GravitationalFederatedClustering(3, epsilon=epsilon, random_state=0).fit(clients)
+        assert est.delta_ == paper_delta(epsilon) == max(500 * np.exp(-5 * epsilon), 1e-12)
+        assert np.allclose(est.energy_, gravitational_potential(
+            est.synthetic_, est.centroids_, est.masses_, est.p, est.delta_))
+    assert GravitationalFederatedClustering(3, delta=0.25, random_state=0).fit(
+        clients).delta_ == 0.25
 
 
 @pytest.mark.parametrize("kwargs, data, error, match", [
