@@ -17,7 +17,13 @@ from topofl_lib.data import (
     paper_healthcare,
     standardise_clients,
 )
-from topofl_lib.experiments import PAPER_ROW_OF, table1, table1_comparison
+from topofl_lib.experiments import (
+    PAPER_ROW_OF,
+    ComparisonResult,
+    paper_gaps,
+    table1,
+    table1_comparison,
+)
 from topofl_lib.federated import (
     FedAvg,
     FedProx,
@@ -325,3 +331,22 @@ def test_table1_comparison_is_deterministic_and_labels_paper_rows():
         table1_comparison("benchmark", methods=["FedNova"], seeds=[0], progress=False)
     with pytest.raises(ValueError, match="scenarios"):
         table1_comparison("continual", seeds=[0], progress=False)
+
+
+def test_paper_gaps_known_values():
+    """paper_gaps on a hand-made result: the paper's gap, our paired mean and its z."""
+    paper = load_paper_claims()["value"]
+    d = np.array([0.01, 0.03, 0.02, 0.04])
+    final = pd.DataFrame({
+        "scenario": "healthcare", "seed": np.tile(np.arange(4), 3),
+        "method": np.repeat(["pTopoFL", "Local-only", "Median"], 4),
+        "auc": np.r_[0.8 + d, np.full(4, 0.8), np.full(4, 0.7)], "accuracy": 0.7,
+        "convergence_round": 1})
+    g = paper_gaps(ComparisonResult(pd.DataFrame(), final, {}), metric="auc")
+    assert list(g.index) == ["Local-only"]  # Median has no paper row
+    gap = paper["ptopofl.t1.hc.auc.ptopofl"] - paper["ptopofl.t1.hc.auc.fedavg"]
+    assert g.loc["Local-only", "paper_gap"] == pytest.approx(gap)
+    assert g.loc["Local-only", "mean_diff"] == pytest.approx(d.mean())
+    assert g.loc["Local-only", "z"] == pytest.approx((gap - d.mean()) / d.std(ddof=1))
+    with pytest.raises(ValueError, match="auc"):
+        paper_gaps(ComparisonResult(pd.DataFrame(), final, {}), metric="convergence_round")

@@ -30,6 +30,7 @@ __all__ = [
     "clustering_diagnostics",
     "continual_experiment",
     "paired_differences",
+    "paper_gaps",
     "robustness_sweep",
     "run_comparison",
     "summarise",
@@ -339,6 +340,47 @@ def table1(result: ComparisonResult, single_run: ComparisonResult | None = None
                                            else np.nan)
             rows.append(row)
     return pd.DataFrame(rows).set_index(["metric", "method"])
+
+
+def paper_gaps(result: ComparisonResult, reference: str = "pTopoFL",
+               metric: str = "auc") -> pd.DataFrame:
+    """The paper's Table 1 gaps ``reference - method`` beside our paired ones.
+
+    The paper reports one run, so its gap between two methods is one draw of the
+    per-seed paired difference. For every other method label (mapped to its paper row by
+    :data:`PAPER_ROW_OF`), the columns are ``paper_gap``, our ``mean_diff`` with its 95%
+    t-interval ``ci_low``/``ci_high``, the standard deviation ``sd_seed`` of the per-seed
+    differences, and ``z = (paper_gap - mean_diff) / sd_seed``: how unusual the paper's
+    gap would be as a single run of our protocol (|z| > 2: the paper's gap does not
+    come from the same mechanism). Methods without a paper row are left out.
+    """
+    from .results import METHOD_KEYS, SCENARIO_KEYS, load_paper_claims
+
+    paper = load_paper_claims()["value"]
+    scen = result.final["scenario"].iloc[0]
+    key = {"auc": "auc", "accuracy": "acc"}.get(metric)
+    if key is None:
+        raise ValueError(f"paper_gaps compares 'auc' or 'accuracy', got {metric!r}")
+
+    def claim(label):
+        cid = (f"ptopofl.t1.{SCENARIO_KEYS.get(scen)}.{key}."
+               f"{METHOD_KEYS.get(PAPER_ROW_OF.get(label, label))}")
+        return paper.get(cid, np.nan)
+
+    paired = paired_differences(result.final, reference, metric)
+    wide = result.final.pivot(index="seed", columns="method", values=metric)
+    rows = []
+    for method, r in paired.iterrows():
+        gap = claim(reference) - claim(method)
+        if np.isnan(gap):
+            continue
+        sd = float((wide[reference] - wide[method]).std(ddof=1))
+        rows.append({"method": method, "paper_row": PAPER_ROW_OF.get(method, method),
+                     "paper_gap": gap, "mean_diff": r["mean_diff"], "ci_low": r["ci_low"],
+                     "ci_high": r["ci_high"], "sd_seed": sd,
+                     "z": (gap - r["mean_diff"]) / sd if sd > 0 else np.nan,
+                     "n_seeds": int(r["n_seeds"])})
+    return pd.DataFrame(rows).set_index("method")
 
 
 def table1_comparison(
