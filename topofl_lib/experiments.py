@@ -4,6 +4,10 @@ Every method sees the same scenario realisation within a seed (scenario and meth
 are both seeded with it), so per-seed differences between methods are *paired*:
 :func:`paired_differences` reports their mean, a t confidence interval and a
 Wilcoxon signed-rank p-value.
+
+Table 1 of pTopoFL runs under two protocols (:func:`table1_comparison`): ``"paper"``,
+the data, evaluation and local solvers of the paper's released code (like for like
+with the paper's table), and ``"ours"``, our harder generators and protocol.
 """
 
 from __future__ import annotations
@@ -15,22 +19,59 @@ import pandas as pd
 from scipy import stats
 from tqdm.auto import tqdm
 
-from ._validation import check_int, check_real
-from .data.scenarios import make_scenario
+from ._validation import check_choice, check_int, check_real
+from .data.scenarios import PROTOCOLS, make_scenario
 from .federated import METHOD_NAMES, METHODS, convergence_round, make_method
 
 __all__ = [
+    "PAPER_ROW_OF",
+    "TABLE1_VARIANTS",
     "ComparisonResult",
     "clustering_diagnostics",
     "continual_experiment",
     "paired_differences",
+    "paper_gaps",
     "robustness_sweep",
     "run_comparison",
     "summarise",
     "table1",
+    "table1_comparison",
 ]
 
 METRICS = ("auc", "accuracy", "convergence_round")
+
+_FULL_BATCH_GD = {"lr": 0.05, "local_epochs": 30, "batch_size": None}
+#: Table 1's configurations per protocol, ``{label: (method, params)}``.
+#:
+#: ``"paper"``: the local solvers of the paper's released code (v1.0.0): pTopoFL, FedAvg
+#: and Local-only fit their logistic regression to convergence every round (lbfgs);
+#: FedProx and SCAFFOLD take 30 full-batch gradient steps of size 0.05 (FedProx
+#: ``mu=0.1``); pFedMe takes 20 personalisation steps and one outer step, full batch
+#: (step sizes 0.01, ``lam=15``); SCAFFOLD also with that code's server rule
+#: (``control_update="add_full"``). Other parameters are ours (pTopoFL's descriptor:
+#: exact Rips persistence on 80-point subsamples, M = 2, beta = 0.3, tau = 2.0).
+#: ``"ours"``: every method with its defaults (mini-batch SGD, 2 epochs, batch 32).
+TABLE1_VARIANTS: dict[str, dict[str, tuple[str, dict]]] = {
+    "paper": {
+        "pTopoFL": ("pTopoFL", {"solver": "lbfgs"}),
+        "FedAvg": ("FedAvg", {"solver": "lbfgs"}),
+        "FedProx": ("FedProx", {**_FULL_BATCH_GD, "mu": 0.1}),
+        "SCAFFOLD": ("SCAFFOLD", dict(_FULL_BATCH_GD)),
+        "SCAFFOLD (v1.0.0 rule)": ("SCAFFOLD", {**_FULL_BATCH_GD, "control_update": "add_full"}),
+        "pFedMe": ("pFedMe", {"lr": 0.01, "personal_lr": 0.01, "inner_steps": 20,
+                              "local_epochs": 1, "batch_size": None, "lam": 15.0}),
+        "Local-only": ("Local-only", {"solver": "lbfgs"}),
+    },
+    "ours": {
+        **{m: (m, {}) for m in METHODS},
+        "SCAFFOLD (v1.0.0 rule)": ("SCAFFOLD", {"control_update": "add_full"}),
+        "Local-only": ("Local-only", {}),
+    },
+}
+#: The row of the paper's Table 1 that a non-paper method label explains: the paper's
+#: FedAvg row came from code whose "FedAvg" was Local-only; its SCAFFOLD row from the
+#: v1.0.0 server rule.
+PAPER_ROW_OF = {"Local-only": "FedAvg", "SCAFFOLD (v1.0.0 rule)": "SCAFFOLD"}
 
 
 class ComparisonResult:
@@ -259,26 +300,139 @@ def clustering_diagnostics(result: ComparisonResult) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("seed")
 
 
-def table1(result: ComparisonResult) -> pd.DataFrame:
-    """Table 1 for one scenario: ours (mean ± sd, 95% CI) next to the paper's values."""
-    from .results import load_paper_claims, table1_claim_values
+def table1(result: ComparisonResult, single_run: ComparisonResult | None = None
+           ) -> pd.DataFrame:
+    """Table 1 for one scenario: ours (mean ± sd, 95% CI) next to the paper's values.
+
+    A method label of :data:`PAPER_ROW_OF` (Local-only, the v1.0.0 SCAFFOLD rule) is
+    shown beside the paper row it explains (column ``paper row``, present when any label
+    differs from its paper row). ``single_run`` (a one-seed result, e.g. seed 42, the
+    paper's single run) adds its values in a column ``seed <s>``.
+    """
+    from .results import METHOD_KEYS, SCENARIO_KEYS, load_paper_claims
 
     paper = load_paper_claims()["value"]
-    ids = table1_claim_values(result.final)
     scen = result.final["scenario"].iloc[0]
+    single = None
+    if single_run is not None:
+        seeds = single_run.final["seed"].unique()
+        if seeds.size != 1:
+            raise ValueError(f"single_run must hold one seed, got {sorted(seeds.tolist())}")
+        single = single_run.final.set_index("method")
     rows = []
     for metric, key in (("auc", "auc"), ("accuracy", "acc"), ("convergence_round", "conv")):
         s = result.summary(metric)
         for method, r in s.iterrows():
-            cid = next((c for c in ids if c.endswith(f".{key}." + method.lower())), None)
-            rows.append({
+            row_of = PAPER_ROW_OF.get(method, method)
+            cid = (f"ptopofl.t1.{SCENARIO_KEYS.get(scen)}.{key}."
+                   f"{METHOD_KEYS.get(row_of)}")
+            row = {
                 "scenario": scen, "metric": metric, "method": method,
                 "ours": f"{r['mean']:.3f} ± {r['std']:.3f}",
                 "95% CI": f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]",
-                "paper": paper.get(cid, np.nan) if cid else np.nan,
+                "paper": paper.get(cid, np.nan),
                 "seeds": int(r["n_seeds"]),
-            })
+            }
+            if any(m in PAPER_ROW_OF for m in s.index):
+                row["paper row"] = row_of if cid in paper.index else ""
+            if single is not None:
+                row[f"seed {seeds[0]}"] = (single.loc[method, metric] if method in single.index
+                                           else np.nan)
+            rows.append(row)
     return pd.DataFrame(rows).set_index(["metric", "method"])
+
+
+def paper_gaps(result: ComparisonResult, reference: str = "pTopoFL",
+               metric: str = "auc") -> pd.DataFrame:
+    """The paper's Table 1 gaps ``reference - method`` beside our paired ones.
+
+    The paper reports one run, so its gap between two methods is one draw of the
+    per-seed paired difference. For every other method label (mapped to its paper row by
+    :data:`PAPER_ROW_OF`), the columns are ``paper_gap``, our ``mean_diff`` with its 95%
+    t-interval ``ci_low``/``ci_high``, the standard deviation ``sd_seed`` of the per-seed
+    differences, and ``z = (paper_gap - mean_diff) / sd_seed``: how unusual the paper's
+    gap would be as a single run of our protocol (|z| > 2: the paper's gap does not
+    come from the same mechanism). Methods without a paper row are left out.
+    """
+    from .results import METHOD_KEYS, SCENARIO_KEYS, load_paper_claims
+
+    paper = load_paper_claims()["value"]
+    scen = result.final["scenario"].iloc[0]
+    key = {"auc": "auc", "accuracy": "acc"}.get(metric)
+    if key is None:
+        raise ValueError(f"paper_gaps compares 'auc' or 'accuracy', got {metric!r}")
+
+    def claim(label):
+        cid = (f"ptopofl.t1.{SCENARIO_KEYS.get(scen)}.{key}."
+               f"{METHOD_KEYS.get(PAPER_ROW_OF.get(label, label))}")
+        return paper.get(cid, np.nan)
+
+    paired = paired_differences(result.final, reference, metric)
+    wide = result.final.pivot(index="seed", columns="method", values=metric)
+    rows = []
+    for method, r in paired.iterrows():
+        gap = claim(reference) - claim(method)
+        if np.isnan(gap):
+            continue
+        sd = float((wide[reference] - wide[method]).std(ddof=1))
+        rows.append({"method": method, "paper_row": PAPER_ROW_OF.get(method, method),
+                     "paper_gap": gap, "mean_diff": r["mean_diff"], "ci_low": r["ci_low"],
+                     "ci_high": r["ci_high"], "sd_seed": sd,
+                     "z": (gap - r["mean_diff"]) / sd if sd > 0 else np.nan,
+                     "n_seeds": int(r["n_seeds"])})
+    return pd.DataFrame(rows).set_index("method")
+
+
+def table1_comparison(
+    scenario: str,
+    protocol: str = "paper",
+    seeds: Iterable[int] = range(20),
+    methods: Sequence[str] | None = None,
+    n_rounds: int = 15,
+    keep_models: bool = False,
+    progress: bool = True,
+) -> ComparisonResult:
+    """Table 1 of pTopoFL on one scenario under a data and evaluation protocol.
+
+    Parameters
+    ----------
+    scenario : {"healthcare", "benchmark"}
+    protocol : {"paper", "ours"}
+        ``"paper"``: the generators, evaluation (all clients, per-client
+        standardisation) and local solvers of the paper's released code
+        (:mod:`topofl_lib.data.paper_protocol`, :data:`TABLE1_VARIANTS`), like for like
+        with the paper's Table 1. ``"ours"``: our generators and defaults.
+    seeds : iterable of int
+        One scenario realisation per seed; every method is seeded with it too. (The
+        paper's code seeds each baseline with the scenario seed + 100, + 200, ...; under
+        its solvers only pTopoFL's persistence subsample draws random numbers, so the
+        method seed hardly matters: full-batch steps and lbfgs are deterministic.)
+    methods : sequence of str, optional
+        Labels of :data:`TABLE1_VARIANTS` ``[protocol]`` (default: all of them).
+    n_rounds, keep_models, progress
+        As in :func:`run_comparison`.
+
+    Returns
+    -------
+    ComparisonResult
+        ``curves`` and ``final`` carry a ``protocol`` column; the method labels are those
+        of :data:`TABLE1_VARIANTS` (see :func:`table1` for the paper's values).
+    """
+    if scenario not in ("healthcare", "benchmark"):
+        raise ValueError(f"Table 1 has the scenarios 'healthcare' and 'benchmark', got "
+                         f"{scenario!r}")
+    check_choice(protocol, "protocol", PROTOCOLS)
+    table = TABLE1_VARIANTS[protocol]
+    labels = list(table) if methods is None else list(methods)
+    unknown = [m for m in labels if m not in table]
+    if unknown or not labels:
+        raise ValueError(f"methods must be a non-empty list of {list(table)}, got {labels}")
+    res = run_comparison(scenario, seeds, n_rounds=n_rounds,
+                         scenario_params={"protocol": protocol},
+                         variants={m: table[m] for m in labels}, keep_models=keep_models,
+                         progress=progress)
+    return ComparisonResult(res.curves.assign(protocol=protocol),
+                            res.final.assign(protocol=protocol), res.models)
 
 
 def robustness_sweep(

@@ -1,8 +1,11 @@
 """Federated scenario generators and client containers."""
 
+from .paper_protocol import PAPER_EVALUATION, paper_benchmark, paper_healthcare
 from .partitions import kmeans_noniid_partition
+from .preprocessing import client_scaler, standardise_clients
 from .scenarios import (
     ATTACKS,
+    PROTOCOLS,
     Client,
     FederatedScenario,
     make_benchmark,
@@ -13,6 +16,8 @@ from .scenarios import (
 
 __all__ = [
     "ATTACKS",
+    "PAPER_EVALUATION",
+    "PROTOCOLS",
     "Client",
     "FederatedScenario",
     "kmeans_noniid_partition",
@@ -20,4 +25,8 @@ __all__ = [
     "make_continual",
     "make_healthcare",
     "make_scenario",
+    "client_scaler",
+    "paper_benchmark",
+    "paper_healthcare",
+    "standardise_clients",
 ]

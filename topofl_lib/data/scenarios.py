@@ -42,10 +42,18 @@ from scipy.optimize import brentq
 from scipy.special import expit
 from sklearn.model_selection import train_test_split
 
-from .._validation import check_int, check_labels, check_points, check_random_state, check_real
+from .._validation import (
+    check_choice,
+    check_int,
+    check_labels,
+    check_points,
+    check_random_state,
+    check_real,
+)
 
 __all__ = [
     "ATTACKS",
+    "PROTOCOLS",
     "Client",
     "FederatedScenario",
     "make_benchmark",
@@ -58,6 +66,9 @@ __all__ = [
 #: add heavy feature noise (visible to the descriptor); or send scaled sign-flipped
 #: model updates with honest data (model poisoning).
 ATTACKS = ("label_flip", "noisy_label_flip", "sign_flip")
+#: Data protocols of :func:`make_healthcare` and :func:`make_benchmark`: our generators,
+#: or those of the paper's released code (:mod:`topofl_lib.data.paper_protocol`).
+PROTOCOLS = ("ours", "paper")
 
 
 @dataclass(frozen=True)
@@ -161,6 +172,10 @@ class FederatedScenario:
         return np.array([not c.adversarial for c in self.clients])
 
 
+def _check_protocol(protocol: str) -> str:
+    return check_choice(protocol, "protocol", PROTOCOLS)
+
+
 def _split(X, y, rng, test_size):
     seed = int(rng.integers(2**31 - 1))
     return train_test_split(X, y, test_size=test_size, stratify=y, random_state=seed)
@@ -177,13 +192,25 @@ def make_healthcare(
     n_informative: int = 10,
     size_range: tuple[int, int] = (60, 250),
     mortality_range: tuple[float, float] = (0.10, 0.45),
-    signal: float = 1.5,
-    test_size: float = 0.3,
+    signal: float | None = None,
+    test_size: float | None = None,
     attack: str = "label_flip",
     attack_scale: float = 3.0,
     random_state=None,
+    protocol: str = "ours",
 ) -> FederatedScenario:
     """Scenario A: heterogeneous hospitals, some of them adversarial.
+
+    ``protocol="ours"`` (default) is the generator of the module docstring;
+    ``protocol="paper"`` is the one of the paper's released code
+    (:func:`topofl_lib.data.paper_protocol.paper_healthcare`, which documents which facts
+    come from that code and which are ours). Under ``"paper"`` the shared parameters
+    keep their meaning, except that sizes are drawn from the half-open
+    ``[size_range[0], size_range[1])`` and the rates are ``linspace(*mortality_range)``
+    permuted; ``test_size`` defaults to 0.2 (at least 30 records), the adversaries'
+    labels are flipped *before* the split (test labels too), and the scenario makes
+    every method evaluate all clients on per-client standardised features by default.
+    ``signal`` belongs to ``"ours"`` only. ``test_size`` defaults to 0.3 under ``"ours"``.
 
     ``attack`` is what the ``n_adversarial`` hospitals do (:data:`ATTACKS`):
     ``"label_flip"`` flips their training labels (invisible to a features-only
@@ -197,6 +224,18 @@ def make_healthcare(
     (0.74 when the poisoned hospitals are pooled in; 10 seeds), a realistic level for
     clinical risk models.
     """
+    if _check_protocol(protocol) == "paper":
+        from .paper_protocol import paper_healthcare
+
+        if signal is not None:
+            raise ValueError(f"signal={signal!r} is a parameter of protocol='ours'; the "
+                             "paper's generator has no such parameter")
+        return paper_healthcare(
+            n_clients, n_adversarial, n_features, n_informative, size_range=size_range,
+            mortality_range=mortality_range, test_size=0.2 if test_size is None else test_size,
+            attack=attack, attack_scale=attack_scale, random_state=random_state)
+    signal = 1.5 if signal is None else signal
+    test_size = 0.3 if test_size is None else test_size
     check_int(n_clients, "n_clients", low=2)
     check_int(n_adversarial, "n_adversarial", low=0, high=n_clients - 1)
     check_int(n_features, "n_features", low=2)
@@ -244,18 +283,39 @@ def make_benchmark(
     n_clients: int = 10,
     n_features: int = 20,
     n_informative: int = 12,
-    size_range: tuple[int, int] = (100, 300),
+    size_range: tuple[int, int] | None = None,
     imbalance_range: tuple[float, float] = (0.1, 0.9),
-    class_sep: float = 0.6,
-    test_size: float = 0.3,
+    class_sep: float | None = None,
+    test_size: float | None = None,
     random_state=None,
+    protocol: str = "ours",
 ) -> FederatedScenario:
     """Scenario B: pathological label skew, shared class-conditional distributions.
 
     See the module docstring. ``class_sep`` is the distance of the blob centres from
     the origin along each informative axis (hypercube vertices, as in
     :func:`sklearn.datasets.make_classification`).
+
+    ``protocol="ours"`` (default): the generator of the module docstring, with
+    ``size_range=(100, 300)``, ``class_sep=0.6``, ``test_size=0.3`` when not given.
+    ``protocol="paper"``: the paper's released code's generator
+    (:func:`topofl_lib.data.paper_protocol.paper_benchmark`, which documents which facts
+    come from that code and which are ours), with 500 records per client,
+    ``make_classification``'s ``class_sep=1.0`` and the last 20% of each client's
+    shuffled records as its test set when not given; the scenario makes every method
+    evaluate all clients on per-client standardised features by default.
     """
+    if _check_protocol(protocol) == "paper":
+        from .paper_protocol import paper_benchmark
+
+        return paper_benchmark(
+            n_clients, n_features, n_informative,
+            size_range=(500, 500) if size_range is None else size_range,
+            imbalance_range=imbalance_range, class_sep=1.0 if class_sep is None else class_sep,
+            test_size=0.2 if test_size is None else test_size, random_state=random_state)
+    size_range = (100, 300) if size_range is None else size_range
+    class_sep = 0.6 if class_sep is None else class_sep
+    test_size = 0.3 if test_size is None else test_size
     check_int(n_clients, "n_clients", low=2)
     check_int(n_features, "n_features", low=2)
     check_int(n_informative, "n_informative", low=1, high=n_features)
@@ -356,9 +416,19 @@ _SCENARIOS = {"healthcare": make_healthcare, "benchmark": make_benchmark,
               "continual": make_continual}
 
 
-def make_scenario(name: str, random_state=None, **kwargs) -> FederatedScenario:
+def make_scenario(name: str, random_state=None, protocol: str = "ours",
+                  **kwargs) -> FederatedScenario:
     """Build a scenario by name (``"healthcare"``, ``"benchmark"``, ``"continual"``, or
-    ``"image"``: :func:`topofl_lib.deep.make_image_scenario`)."""
+    ``"image"``: :func:`topofl_lib.deep.make_image_scenario`).
+
+    ``protocol`` (``"ours"`` or ``"paper"``, healthcare and benchmark only) picks the
+    generator: see :func:`make_healthcare` and :func:`make_benchmark`.
+    """
+    if _check_protocol(protocol) != "ours":
+        if name not in ("healthcare", "benchmark"):
+            raise ValueError(f"protocol={protocol!r} exists for the healthcare and benchmark "
+                             f"scenarios only, not {name!r}")
+        kwargs["protocol"] = protocol
     if name == "image":
         from ..deep.scenarios import make_image_scenario
 

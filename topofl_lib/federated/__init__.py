@@ -9,6 +9,7 @@ from .aggregation import (
 )
 from .base import FederatedAlgorithm
 from .fedavg import FedAvg, FedProx
+from .local_only import LocalOnly
 from .metrics import accuracy, convergence_round, roc_auc
 from .pfedme import PFedMe
 from .ptopofl import PTopoFL
@@ -23,7 +24,9 @@ METHODS: dict[str, type[FederatedAlgorithm]] = {
 ROBUST_METHODS: dict[str, type[FederatedAlgorithm]] = {
     cls.name: cls for cls in (CoordinateMedian, TrimmedMean, Krum)
 }
-ALL_METHODS = {**METHODS, **ROBUST_METHODS}
+#: Reference baselines outside the paper's comparison (Local-only: no federation).
+REFERENCE_METHODS: dict[str, type[FederatedAlgorithm]] = {LocalOnly.name: LocalOnly}
+ALL_METHODS = {**METHODS, **ROBUST_METHODS, **REFERENCE_METHODS}
 #: Methods defined outside this package (imported on first use, since they need torch).
 EXTRA_METHODS = {"FedTopo": ("topofl_lib.fedtopo", "FedTopo")}
 #: Every name :func:`make_method` accepts.
@@ -47,6 +50,7 @@ __all__ = [
     "EXTRA_METHODS",
     "METHODS",
     "METHOD_NAMES",
+    "REFERENCE_METHODS",
     "ROBUST_METHODS",
     "CoordinateMedian",
     "Krum",
@@ -54,6 +58,7 @@ __all__ = [
     "FedAvg",
     "FedProx",
     "FederatedAlgorithm",
+    "LocalOnly",
     "PFedMe",
     "PTopoFL",
     "Scaffold",

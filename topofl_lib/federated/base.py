@@ -23,15 +23,20 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from .._validation import check_choice, check_int, check_random_state, check_real
+from ..data.preprocessing import client_scaler, standardise_clients
 from ..data.scenarios import FederatedScenario
 from .local import LogisticLearner, local_sgd
+from .solvers import SOLVERS, fit_logistic
 
-__all__ = ["RNG_STREAMS", "FederatedAlgorithm", "client_streams"]
+__all__ = ["EVALUATE_ON", "RNG_STREAMS", "FederatedAlgorithm", "client_streams"]
 
 #: How clients draw random numbers: one generator shared in client order (the
 #: in-process default, the committed results), or one stream per client seeded from
 #: ``(random_state, client)``, which a real federation can reproduce (Flower parity).
 RNG_STREAMS = ("shared", "per_client")
+#: Which clients the reported mean covers: the honest ones (ours), or all of them,
+#: adversaries included (the pTopoFL paper's released code).
+EVALUATE_ON = ("honest", "all")
 
 
 def client_streams(random_state: int, k: int) -> tuple[np.random.Generator, int]:
@@ -58,8 +63,9 @@ class FederatedAlgorithm(BaseEstimator):
         Client SGD learning rate.
     local_epochs : int
         Local passes over the client's training data per round.
-    batch_size : int
-        Mini-batch size of the local SGD.
+    batch_size : int or None
+        Mini-batch size of the local SGD; ``None``: full batch (each step uses all of
+        the client's training data, so an "epoch" is one gradient step).
     C : float
         Inverse L2 regularisation strength of the logistic model (paper Table 3: 1.0).
     model : None or TorchModel
@@ -71,13 +77,29 @@ class FederatedAlgorithm(BaseEstimator):
         (FedAvg, FedProx, pTopoFL) ``"shared"``: one generator consumed in client order;
         ``"per_client"``: client ``k`` draws from :func:`client_streams` (needs an int
         ``random_state``), as clients of a real federation do.
+    solver : {"sgd", "lbfgs"}
+        (FedAvg, pTopoFL, Local-only) the local solver: ``"sgd"`` runs
+        ``local_epochs`` of mini-batch SGD from the received model; ``"lbfgs"`` fits the
+        client's logistic regression to convergence, ignoring the received model
+        (:mod:`topofl_lib.federated.solvers`; logistic model only).
+    evaluate_on : {"honest", "all"} or None
+        Which clients' test metrics the reported means average. ``None``: the
+        scenario's choice (``scenario.meta["evaluation"]``; ``"honest"`` if it has none).
+    standardise : bool or None
+        Standardise each client's features with its own training statistics before
+        anything else (:func:`topofl_lib.data.standardise_clients`). ``None``: the
+        scenario's choice (``False`` if it has none).
 
     Attributes
     ----------
     history_ : dict of ndarray
-        ``"auc"`` and ``"accuracy"`` of shape (n_rounds,): mean over honest clients
-        after each round; ``"client_auc"`` and ``"client_accuracy"`` of shape
-        (n_rounds, n_clients). AUC is NaN for multi-class models.
+        ``"auc"`` and ``"accuracy"`` of shape (n_rounds,): mean over the evaluated
+        clients (``evaluation_["evaluate_on"]``) after each round; ``"client_auc"`` and
+        ``"client_accuracy"`` of shape (n_rounds, n_clients), every client. AUC is NaN
+        for multi-class models; a client whose test set holds one class has NaN AUC and
+        is left out of the mean AUC.
+    evaluation_ : dict
+        The evaluation choices this fit used: ``evaluate_on`` and ``standardise``.
     n_clients_ : int
     """
 
@@ -87,7 +109,8 @@ class FederatedAlgorithm(BaseEstimator):
         check_int(self.n_rounds, "n_rounds", low=1)
         check_real(self.lr, "lr", low=0.0, low_open=True)
         check_int(self.local_epochs, "local_epochs", low=1)
-        check_int(self.batch_size, "batch_size", low=1)
+        if self.batch_size is not None:
+            check_int(self.batch_size, "batch_size", low=1)
         check_real(self.C, "C", low=0.0, low_open=True)
         check_random_state(self.random_state)
         check_choice(self._streams, "rng_streams", RNG_STREAMS)
@@ -96,6 +119,33 @@ class FederatedAlgorithm(BaseEstimator):
                              f"{self.random_state!r}")
         if self.model is not None and not callable(getattr(self.model, "make_learner", None)):
             raise TypeError(f"model must be None or a TorchModel, got {type(self.model).__name__}")
+        check_choice(self._solver, "solver", SOLVERS)
+        if self._solver == "lbfgs" and self.model is not None:
+            raise ValueError("solver='lbfgs' fits a logistic regression; use solver='sgd' "
+                             "with a TorchModel")
+        if getattr(self, "evaluate_on", None) is not None:
+            check_choice(self.evaluate_on, "evaluate_on", EVALUATE_ON)
+        standardise = getattr(self, "standardise", None)
+        if standardise is not None and not isinstance(standardise, bool):
+            raise TypeError(f"standardise must be True, False or None, got {standardise!r}")
+
+    @property
+    def _solver(self) -> str:
+        return getattr(self, "solver", "sgd")
+
+    def _evaluation(self, scenario: FederatedScenario) -> dict:
+        """The evaluation choices of a fit: the method's own, else the scenario's."""
+        chosen = {"evaluate_on": "honest", "standardise": False,
+                  **scenario.meta.get("evaluation", {})}
+        for key in chosen:
+            if getattr(self, key, None) is not None:
+                chosen[key] = getattr(self, key)
+        check_choice(chosen["evaluate_on"], "evaluate_on", EVALUATE_ON)
+        return chosen
+
+    def _batch(self, k: int) -> int:
+        """Client ``k``'s mini-batch size (``batch_size=None``: all its training data)."""
+        return int(self._n[k]) if self.batch_size is None else self.batch_size
 
     @property
     def _streams(self) -> str:
@@ -119,12 +169,27 @@ class FederatedAlgorithm(BaseEstimator):
         return lambda w, idx: learner.gradient(w, data, idx)
 
     def _train(self, k: int, w0: np.ndarray, extra=None) -> tuple[np.ndarray, int]:
+        if self._solver == "lbfgs":
+            if extra is not None:
+                raise ValueError(f"solver='lbfgs' cannot add {type(self).__name__}'s extra "
+                                 "gradient term; use solver='sgd'")
+            return self._poison(k, w0, self._converged(k)), 0
         w, steps = local_sgd(
             w0, self._gradient(k), int(self._n[k]), lr=self.lr, epochs=self.local_epochs,
-            batch_size=self.batch_size, rng=self._client_rng(k), extra=extra,
+            batch_size=self._batch(k), rng=self._client_rng(k), extra=extra,
             momentum=self._learner.momentum,
         )
         return self._poison(k, w0, w), steps
+
+    def _converged(self, k: int) -> np.ndarray:
+        """Client ``k``'s local optimum (``solver="lbfgs"``), fitted once per data set."""
+        data = self._data[k]
+        cached = self._optima.get(k)
+        if cached is None or cached[0] is not data:
+            Xb, y, _ = data
+            cached = (data, fit_logistic(Xb[:, :-1], y, self.C))
+            self._optima[k] = cached
+        return cached[1].copy()
 
     def _poison(self, k: int, w0: np.ndarray, w: np.ndarray) -> np.ndarray:
         """What client ``k`` returns: its model, or a sign-flipped update if it attacks so."""
@@ -149,7 +214,12 @@ class FederatedAlgorithm(BaseEstimator):
                 f"scenario must be a FederatedScenario, got {type(scenario).__name__}"
             )
         self._validate_params()
+        self.evaluation_ = self._evaluation(scenario)
+        self._raw_scenario = scenario
+        if self.evaluation_["standardise"]:
+            scenario = standardise_clients(scenario)
         self._rng = check_random_state(self.random_state)
+        self._optima = {}
         clients = list(scenario.clients)
         K = len(clients)
         if self._streams == "per_client":
@@ -170,7 +240,8 @@ class FederatedAlgorithm(BaseEstimator):
         if self._w_init is None:  # logistic regression: size known once features are
             self._w_init = self._learner.init_params(self._data[0])
         self._setup(K, self._w_init)
-        honest = np.flatnonzero(scenario.honest)
+        scored = (np.flatnonzero(scenario.honest) if self.evaluation_["evaluate_on"] == "honest"
+                  else np.arange(K))
         client_auc = np.full((self.n_rounds, K), np.nan)
         client_acc = np.full((self.n_rounds, K), np.nan)
         for r in range(self.n_rounds):
@@ -189,10 +260,10 @@ class FederatedAlgorithm(BaseEstimator):
                 client_auc[r, k], client_acc[r, k] = cache[key]
         with np.errstate(all="ignore"):
             mean_auc = (np.full(self.n_rounds, np.nan) if np.all(np.isnan(client_auc))
-                        else np.nanmean(client_auc[:, honest], axis=1))
+                        else np.nanmean(client_auc[:, scored], axis=1))
         self.history_ = {
             "auc": mean_auc,
-            "accuracy": np.nanmean(client_acc[:, honest], axis=1),
+            "accuracy": np.nanmean(client_acc[:, scored], axis=1),
             "client_auc": client_auc,
             "client_accuracy": client_acc,
         }
@@ -208,11 +279,16 @@ class FederatedAlgorithm(BaseEstimator):
         """Class probabilities for raw features ``X`` under the model ``client`` deploys.
 
         For logistic regression, P(y = 1) of shape (n,); for a network, (n, n_classes).
+        If the fit standardised the clients, ``X`` is standardised with the client's
+        training statistics (of its last round's data) first.
         """
         if not hasattr(self, "history_"):
             raise ValueError(f"this {type(self).__name__} is not fitted yet; call fit first")
         check_int(client, "client", low=0, high=self.n_clients_ - 1)
         X = np.asarray(X, dtype=np.float64)
+        if self.evaluation_["standardise"]:
+            raw = self._raw_scenario.clients_at(self.n_rounds - 1)[client]
+            X = client_scaler(raw).transform(X)
         return self._learner.predict_proba(self._client_model(client),
                                            self._features(client, X))
 

@@ -14,13 +14,16 @@ class FedAvg(FederatedAlgorithm):
     """Data-volume weighted average of locally trained models.
 
     Each round every client runs local SGD from the global model ``w``; the server sets
-    ``w = sum_k n_k w_k / sum_k n_k``. See :class:`FederatedAlgorithm` for parameters.
+    ``w = sum_k n_k w_k / sum_k n_k``. See :class:`FederatedAlgorithm` for parameters
+    (``solver="lbfgs"``: every client fits its local optimum, so FedAvg becomes one-shot
+    averaging of the local optima).
     """
 
     name = "FedAvg"
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
-                 model=None, random_state=None, rng_streams="shared"):
+                 model=None, random_state=None, rng_streams="shared", solver="sgd",
+                 evaluate_on=None, standardise=None):
         self.n_rounds = n_rounds
         self.lr = lr
         self.local_epochs = local_epochs
@@ -29,6 +32,9 @@ class FedAvg(FederatedAlgorithm):
         self.model = model
         self.random_state = random_state
         self.rng_streams = rng_streams
+        self.solver = solver
+        self.evaluate_on = evaluate_on
+        self.standardise = standardise
 
     def _setup(self, K, w0):
         self.coef_ = w0.copy()
@@ -62,9 +68,10 @@ class FedProx(FedAvg):
     name = "FedProx"
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
-                 mu=0.1, model=None, random_state=None, rng_streams="shared"):
+                 mu=0.1, model=None, random_state=None, rng_streams="shared",
+                 evaluate_on=None, standardise=None):
         super().__init__(n_rounds, lr, local_epochs, batch_size, C, model, random_state,
-                         rng_streams)
+                         rng_streams, evaluate_on=evaluate_on, standardise=standardise)
         self.mu = mu
 
     def _validate_params(self):

@@ -31,7 +31,7 @@ class PFedMe(FederatedAlgorithm):
 
     def __init__(self, n_rounds=15, lr=0.05, local_epochs=2, batch_size=32, C=1.0,
                  lam=15.0, personal_lr=0.05, inner_steps=5, beta=1.0, model=None,
-                 random_state=None):
+                 random_state=None, evaluate_on=None, standardise=None):
         self.n_rounds = n_rounds
         self.lr = lr
         self.local_epochs = local_epochs
@@ -43,6 +43,8 @@ class PFedMe(FederatedAlgorithm):
         self.beta = beta
         self.model = model
         self.random_state = random_state
+        self.evaluate_on = evaluate_on
+        self.standardise = standardise
 
     def _validate_params(self):
         super()._validate_params()
@@ -59,11 +61,11 @@ class PFedMe(FederatedAlgorithm):
         gradient = self._gradient(k)
         w = self.coef_.copy()
         theta = self.personal_[k].copy()
-        n = int(self._n[k])
+        n, batch = int(self._n[k]), self._batch(k)
         for _ in range(self.local_epochs):
             order = self._client_rng(k).permutation(n)
-            for start in range(0, n, self.batch_size):
-                idx = order[start:start + self.batch_size]
+            for start in range(0, n, batch):
+                idx = order[start:start + batch]
                 for _ in range(self.inner_steps):
                     g = gradient(theta, idx) + self.lam * (theta - w)
                     theta -= self.personal_lr * g

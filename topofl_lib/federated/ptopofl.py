@@ -102,8 +102,12 @@ class PTopoFL(FederatedAlgorithm):
 
     Parameters
     ----------
-    n_rounds, lr, local_epochs, batch_size, C, model, random_state
+    n_rounds, lr, local_epochs, batch_size, C, model, random_state, rng_streams
         As in :class:`FederatedAlgorithm`.
+    solver, evaluate_on, standardise
+        As in :class:`FederatedAlgorithm`. With ``solver="lbfgs"`` every client fits its
+        (augmented) local optimum each round, so the cluster models are the same in
+        every round: the solver of the paper's released code.
     n_clusters : int, default=2
         ``M`` (paper: 2 for Scenarios A/B).
     beta : float, default=0.3
@@ -159,7 +163,7 @@ class PTopoFL(FederatedAlgorithm):
                  augment=True, n_sub=80, n_thresholds=20, persistence="ripser",
                  h1_grid="own", track_signatures=True, drift_threshold=None,
                  drift_window=3, descriptor_mechanism=None, model=None, random_state=None,
-                 rng_streams="shared"):
+                 rng_streams="shared", solver="sgd", evaluate_on=None, standardise=None):
         self.n_rounds = n_rounds
         self.lr = lr
         self.local_epochs = local_epochs
@@ -182,6 +186,9 @@ class PTopoFL(FederatedAlgorithm):
         self.model = model
         self.random_state = random_state
         self.rng_streams = rng_streams
+        self.solver = solver
+        self.evaluate_on = evaluate_on
+        self.standardise = standardise
 
     def _validate_params(self):
         super()._validate_params()

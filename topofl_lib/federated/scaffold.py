@@ -12,25 +12,51 @@ moves the model by ``lr / (1 - m)`` per step in the long run, so the control-var
 update divides by :math:`s_k \eta / (1 - m)` instead; with ``m = 0`` this is the rule
 above. (Dividing by :math:`s_k \eta` overestimates the mean gradient about ten-fold at
 ``m = 0.9`` and makes training diverge.)
+
+``control_update="add_full"`` (not the default) is the server rule of the pTopoFL
+paper's released code (v1.0.0), behind its Table 1 SCAFFOLD row: the server adds every
+client's *full* new control variate to its own,
+:math:`c \leftarrow c + \sum_k c_k^+`, instead of the mean of the *changes*. Everything
+else (client steps, client variates, model update) is unchanged. The server variate then
+no longer estimates the mean gradient: it accumulates K client variates per round, and
+the correction :math:`c - c_k` every client applies grows with the rounds. We read "adds
+each client's full control variate" literally as the sum over clients.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_real
+from .._validation import check_choice, check_real
 from .base import FederatedAlgorithm
 
-__all__ = ["Scaffold"]
+__all__ = ["CONTROL_UPDATES", "Scaffold"]
+
+#: SCAFFOLD server rules for the control variate: Karimireddy et al.'s (the mean of the
+#: clients' changes), or the pTopoFL v1.0.0 code's (the sum of the clients' full variates).
+CONTROL_UPDATES = ("mean_change", "add_full")
 
 
 class Scaffold(FederatedAlgorithm):
-    """SCAFFOLD with server learning rate ``server_lr`` (default 1)."""
+    """SCAFFOLD with server learning rate ``server_lr`` (default 1).
+
+    Parameters
+    ----------
+    n_rounds, lr, local_epochs, batch_size, C, model, random_state, evaluate_on, standardise
+        As in :class:`FederatedAlgorithm`.
+    server_lr : float, default=1.0
+        Server step on the mean model change.
+    control_update : {"mean_change", "add_full"}, default="mean_change"
+        Server rule for the control variate: ``"mean_change"`` is SCAFFOLD's (option
+        II); ``"add_full"`` is the pTopoFL v1.0.0 code's (module docstring), kept to show
+        what produces the paper's SCAFFOLD row, not for use.
+    """
 
     name = "SCAFFOLD"
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
-                 server_lr=1.0, model=None, random_state=None):
+                 server_lr=1.0, model=None, random_state=None, control_update="mean_change",
+                 evaluate_on=None, standardise=None):
         self.n_rounds = n_rounds
         self.lr = lr
         self.local_epochs = local_epochs
@@ -39,10 +65,14 @@ class Scaffold(FederatedAlgorithm):
         self.server_lr = server_lr
         self.model = model
         self.random_state = random_state
+        self.control_update = control_update
+        self.evaluate_on = evaluate_on
+        self.standardise = standardise
 
     def _validate_params(self):
         super()._validate_params()
         check_real(self.server_lr, "server_lr", low=0.0, low_open=True)
+        check_choice(self.control_update, "control_update", CONTROL_UPDATES)
 
     def _setup(self, K, w0):
         self.coef_ = w0.copy()
@@ -60,7 +90,10 @@ class Scaffold(FederatedAlgorithm):
             local[k], steps = self._train(k, w, lambda _w, cc=correction: cc)
             new_controls[k] = self.client_controls_[k] - c + (w - local[k]) / (steps * step)
         self.coef_ = w + self.server_lr * (local - w).mean(axis=0)
-        self.control_ = c + (new_controls - self.client_controls_).mean(axis=0)
+        if self.control_update == "add_full":
+            self.control_ = c + new_controls.sum(axis=0)
+        else:
+            self.control_ = c + (new_controls - self.client_controls_).mean(axis=0)
         self.client_controls_ = new_controls
 
     def _client_model(self, k):

@@ -1,0 +1,51 @@
+r"""Local solvers other than mini-batch SGD (:func:`topofl_lib.federated.local.local_sgd`).
+
+``solver="lbfgs"`` (FedAvg, pTopoFL, Local-only) replaces a client's local SGD by the
+exact minimiser of its local objective, mean log-loss plus
+:math:`\frac{1}{2 C n_k}\|w_{1:d}\|^2`, found by scikit-learn's
+``LogisticRegression(C=C)`` with the lbfgs solver (the same minimiser: scikit-learn's
+objective is :math:`C n_k` times ours). This is the local solver of the pTopoFL paper's
+released code for pTopoFL and FedAvg (see :mod:`topofl_lib.data.paper_protocol`).
+
+What it changes: the local model no longer depends on the model the server sent, so a
+client returns the same model in every round (with static data), the aggregate is the
+same in every round and the learning curves are flat after round 1. FedAvg becomes
+one-shot averaging of the clients' local optima; pTopoFL, a topology-weighted one-shot
+average within clusters blended with the consensus. Methods whose client step adds a
+term to the objective (FedProx, SCAFFOLD, pFedMe) keep their gradient steps; the paper's
+code runs them full-batch (``batch_size=None``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+
+__all__ = ["SOLVERS", "fit_logistic"]
+
+#: Local solvers: mini-batch SGD from the received model, or the exact local optimum.
+SOLVERS = ("sgd", "lbfgs")
+
+
+def fit_logistic(X: np.ndarray, y: np.ndarray, C: float, max_iter: int = 1000) -> np.ndarray:
+    """The minimiser ``[w, b]`` of a client's L2-regularised logistic objective.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Training features (no bias column).
+    y : ndarray of shape (n,)
+        Binary labels 0/1 (both present).
+    C : float
+        Inverse regularisation strength (the intercept is not penalised).
+    max_iter : int
+        lbfgs iteration cap (scikit-learn's default tolerance decides convergence).
+
+    Returns
+    -------
+    ndarray of shape (d + 1,)
+        Weights, then bias: the parameter vector of
+        :class:`~topofl_lib.federated.local.LogisticLearner`.
+    """
+    model = LogisticRegression(C=C, max_iter=max_iter).fit(X, y)
+    return np.r_[model.coef_.ravel(), model.intercept_]
