@@ -149,3 +149,43 @@ def test_cluster_clients_bad_input():
     with pytest.raises(ValueError, match="square"):
         cluster_clients(np.zeros((3, 4)), n_clusters=2)
     np.testing.assert_array_equal(cluster_clients(D, 1), np.zeros(4))
+
+
+# -- bad input (issue 12) -------------------------------------------------------------
+
+
+def test_negative_tau_is_refused_and_small_tau_acts_as_one():
+    """tau < 0 is refused; since t_k = exp(-max(z_k - 1, 0)) is 1 for z_k <= 1 (Eq. 8),
+    every tau in [0, 1] gives the trust weights of tau = 1."""
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(9, 4)), rng.normal(size=(1, 4)) + 5.0])
+    D = cdist(X, X)
+    with pytest.raises(ValueError, match="tau must be >= 0"):
+        trust_weights(D, -0.5)
+    reference, z = trust_weights(D, 1.0)
+    assert np.any(z < 1.0) and np.any(reference < 1.0)
+    for tau in (0.0, 0.3, 0.99):
+        np.testing.assert_array_equal(trust_weights(D, tau)[0], reference)
+    # a population z-score never exceeds sqrt(K - 1): such a tau flags nobody
+    np.testing.assert_array_equal(trust_weights(D, np.sqrt(len(X) - 1))[0], np.ones(len(X)))
+
+
+def test_server_rules_name_bad_inputs():
+    Phi = np.ones((3, 4))
+    ones = np.ones(3)
+    with pytest.raises(ValueError, match="Phi_hat must be 2-D"):
+        intra_cluster_weights(np.ones(3), [0, 0, 0], ones, ones)
+    with pytest.raises(ValueError, match="sizes must be positive"):
+        intra_cluster_weights(Phi, [0, 0, 0], np.zeros(3), ones)
+    with pytest.raises(ValueError, match="trust contains 1 NaN"):
+        intra_cluster_weights(Phi, [0, 0, 0], ones, [1, np.nan, 1])
+    with pytest.raises(ValueError, match="labels must be 3 non-negative integer"):
+        cluster_models(Phi, [0, -1, 0], ones)
+    with pytest.raises(ValueError, match="labels must be 3 non-negative integer"):
+        cluster_models(Phi, [0, 1], ones)
+    with pytest.raises(ValueError, match="models must be 2-D"):
+        cluster_models(np.ones(3), [0, 0, 0], ones)
+    with pytest.raises(ValueError, match=r"cluster_sizes must have shape \(2,\)"):
+        blend_clusters(np.ones((2, 4)), [1, 1, 1], 0.3)
+    with pytest.raises(ValueError, match="cluster_sizes must be positive"):
+        blend_clusters(np.ones((2, 4)), [0, 0], 0.3)

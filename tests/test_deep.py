@@ -246,3 +246,8 @@ def test_local_test_sets_follow_client_labels():
     sc = make_image_scenario("digits", "K", 5, param=2, test="local", random_state=0)
     for c in sc.clients:
         assert set(np.unique(c.y_test)) <= set(np.unique(c.y_train))
+
+
+def test_label_distribution_checks_the_indices():
+    with pytest.raises(ValueError, match=r"parts\[0\] must hold indices into y"):
+        label_distribution(np.arange(10) % 2, [np.array([20])])

@@ -1,19 +1,26 @@
 """Tests of the 48-dimensional topological descriptor, its transformer and distances."""
 
+import os
+import re
+import tracemalloc
+
 import numpy as np
 import pytest
 from scipy.stats import special_ortho_group
 
+from topofl_lib.data import make_healthcare
 from topofl_lib.topology import (
     DESCRIPTOR_NAMES,
     TopologicalDescriptor,
     betti_curve,
     descriptor_distances,
+    descriptor_from_diagrams,
     diagram_distances,
     persistence_diagrams,
     persistence_entropy,
     topological_descriptor,
 )
+from topofl_lib.topology import persistence as persistence_module
 
 
 @pytest.fixture(scope="module")
@@ -180,3 +187,88 @@ def test_diagram_distances_properties():
     np.testing.assert_allclose(np.diag(D), 0.0)
     assert D[0, 2] == pytest.approx(0.0, abs=1e-12)
     assert D[0, 1] > 0 and D[1, 3] > 0
+
+
+# -- errors that say which client and what to change (issue 12) ---------------------
+
+
+def test_too_few_points_names_the_client():
+    """The README's call on the healthcare clients says which client is too small."""
+    clouds = [c.X_train for c in make_healthcare(random_state=0).clients]
+    with pytest.raises(ValueError, match=r"X\[1\] \(client 1\) has 74 points, fewer than "
+                                         "n_sub=80"):
+        TopologicalDescriptor(n_sub=80, random_state=0).fit_transform(clouds)
+    assert TopologicalDescriptor(n_sub=80, strict=False, random_state=0).fit_transform(
+        clouds).shape == (8, 48)
+
+
+@pytest.mark.parametrize("n", [60, 120, 180])
+def test_triangle_memory_estimate_bounds_the_allocations(n):
+    """The triangle estimate is derived from its three (E, n) arrays: it bounds the peak
+    of what numpy allocates (traced), within 10%."""
+    X = np.random.default_rng(0).normal(size=(n, 5))
+    tracemalloc.start()
+    try:
+        persistence_diagrams(X, "triangle")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    estimate = persistence_module.persistence_memory(n, "triangle")
+    assert peak <= estimate <= 1.1 * peak
+
+
+@pytest.mark.parametrize("method", ["triangle", "ripser"])
+def test_oversized_persistence_is_refused_before_computing(method, monkeypatch):
+    """n_sub=None on a large cloud is refused with a safe n_sub that fits the budget,
+    before anything is computed; that n_sub then runs."""
+    budget = 64 * 2**20
+    monkeypatch.setattr(persistence_module, "memory_budget", lambda: budget)
+    computed = []
+    for name in ("_ripser_diagrams", "_triangle_diagrams"):
+        real = getattr(persistence_module, name)
+        monkeypatch.setattr(persistence_module, name,
+                            lambda X, real=real: computed.append(len(X)) or real(X))
+    X = np.random.default_rng(0).normal(size=(2000, 5))
+    with pytest.raises(MemoryError, match=r"X\[0\] \(client 0\): persistence of 2000 "
+                                          "points .* pass n_sub=") as info:
+        TopologicalDescriptor(n_sub=None, method=method).fit_transform([X])
+    assert computed == []
+    safe = int(re.search(r"n_sub=(\d+) or less", str(info.value)).group(1))
+    estimate = persistence_module.persistence_memory
+    assert estimate(safe, method) <= budget < estimate(safe + 1, method)
+    phi = TopologicalDescriptor(n_sub=safe, method=method, random_state=0).fit_transform([X])
+    assert phi.shape == (1, 48) and computed == [safe]
+    with pytest.raises(MemoryError, match=f"subsample X to at most {safe} points"):
+        persistence_diagrams(X, method)
+
+
+def test_memory_budget_is_half_the_available_memory():
+    budget = persistence_module.memory_budget()
+    assert 0 < budget
+    if not os.path.exists("/proc/meminfo"):
+        pytest.skip("no /proc/meminfo: the budget falls back to the physical memory")
+    with open("/proc/meminfo") as fh:
+        total = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("MemTotal"))
+    assert budget <= 0.5 * total
+
+
+def test_diagram_inputs_are_checked():
+    """Diagrams must be finite (birth, death) pairs, and a descriptor needs [H0, H1]."""
+    with pytest.raises(ValueError, match=r"shape \(n_pairs, 2\)"):
+        betti_curve(np.ones((3, 3)), [0.1])
+    with pytest.raises(ValueError, match="NaN or infinite .* drop the infinite H0 bar"):
+        betti_curve(np.array([[0.0, np.inf]]), [0.1])
+    with pytest.raises(ValueError, match="dies before it is born"):
+        betti_curve(np.array([[1.0, 0.5]]), [0.1])
+    with pytest.raises(ValueError, match=r"\[H0, H1\]"):
+        descriptor_from_diagrams([np.ones((2, 2))])
+    with pytest.raises(ValueError, match="pers contains 1 NaN"):
+        persistence_entropy([np.nan, 1.0])
+    with pytest.raises(ValueError, match=r"diagrams\[1\]\[0\] contains 1 NaN"):
+        diagram_distances([[np.array([[0, 1.0]]), np.empty((0, 2))],
+                           [np.array([[0, np.nan]]), np.empty((0, 2))]])
+
+
+def test_strict_must_be_a_flag():
+    with pytest.raises(TypeError, match="strict must be True or False"):
+        TopologicalDescriptor(n_sub=10, strict="no").fit([np.zeros((20, 2))])

@@ -5,14 +5,22 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from topofl_lib.data import Client, FederatedScenario, make_benchmark, make_healthcare
+from topofl_lib.data import (
+    Client,
+    FederatedScenario,
+    make_benchmark,
+    make_continual,
+    make_healthcare,
+)
 from topofl_lib.experiments import run_comparison
 from topofl_lib.federated import (
+    ALL_METHODS,
     METHODS,
     FedAvg,
     FedProx,
     PTopoFL,
     Scaffold,
+    accuracy,
     convergence_round,
     make_method,
     roc_auc,
@@ -32,9 +40,9 @@ def healthcare():
 
 
 def _client(rng, n=40, d=3):
-    """A valid random client with both classes."""
+    """A valid random client with both classes (in its training and its test split)."""
     y = np.r_[np.zeros(n // 2, int), np.ones(n - n // 2, int)]
-    return Client(rng.normal(size=(n, d)), y, rng.normal(size=(10, d)), y[:10])
+    return Client(rng.normal(size=(n, d)), y, rng.normal(size=(10, d)), np.tile([0, 1], 5))
 
 
 # -- algorithms ----------------------------------------------------------------------
@@ -265,3 +273,193 @@ def test_adversarial_train_labels_flipped_test_labels_clean(seed):
         if c.adversarial:
             assert roc_auc_score(c.y_train, model.decision_function(c.X_train)) < 0.4
             assert roc_auc_score(c.y_test, model.decision_function(c.X_test)) > 0.6
+
+
+# -- non-finite values and dropped clients (issue 12) -------------------------------
+
+
+def _copy(scenario: FederatedScenario) -> FederatedScenario:
+    """A deep copy of a scenario's arrays (the fixtures are shared between tests)."""
+    return FederatedScenario(scenario.name, [
+        Client(c.X_train.copy(), c.y_train.copy(), c.X_test.copy(), c.y_test.copy(),
+               c.adversarial, c.group, c.attack, c.attack_scale) for c in scenario.clients])
+
+
+@pytest.mark.parametrize("name", list(ALL_METHODS))
+@pytest.mark.parametrize("array", ["X_train", "X_test"])
+def test_nan_written_after_construction_raises_naming_the_client(name, array, healthcare):
+    """A NaN written into a client's array after the Client was built stops every method
+    at the start of fit, naming the client (it used to give history_['auc'] = NaN)."""
+    scen = _copy(healthcare)
+    getattr(scen.clients[3], array)[0, 0] = np.nan
+    with pytest.raises(ValueError, match=f"client 3: {array} contains 1 NaN"):
+        ALL_METHODS[name](n_rounds=2, random_state=0).fit(scen)
+
+
+def test_labels_changed_after_construction_are_caught(healthcare):
+    """A test split made single-class after construction is refused at fit, not dropped."""
+    scen = _copy(healthcare)
+    scen.clients[5].y_test[:] = 0
+    with pytest.raises(ValueError, match="client 5: y_test has a single class"):
+        FedAvg(n_rounds=1, random_state=0).fit(scen)
+
+
+def test_nan_in_a_continual_round_names_client_and_round():
+    """New data handed over by a continual scenario are checked when they arrive."""
+    scen = make_continual(n_clients=3, n_rounds=4, n_shifted=1, shift_round=2,
+                          random_state=0)
+    scen.schedule[2][1].X_train[4, 2] = np.inf
+    with pytest.raises(ValueError, match=r"client 1 \(data of round 3\): X_train contains"):
+        PTopoFL(n_rounds=4, random_state=0).fit(scen)
+
+
+@pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning",
+                            "ignore:invalid value:RuntimeWarning")
+@pytest.mark.parametrize("name", list(ALL_METHODS))
+def test_diverging_local_model_raises_naming_client_and_round(name, healthcare):
+    """A local SGD that blows up is stopped as soon as the client returns its model."""
+    with pytest.raises(FloatingPointError,
+                       match="the model client 0 returned in round 1 contains .* diverged"):
+        ALL_METHODS[name](n_rounds=3, lr=1e300, random_state=0).fit(healthcare)
+
+
+@pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning")
+def test_diverging_aggregate_raises_after_the_round(healthcare):
+    """A finite set of local models whose aggregate overflows is caught after the round."""
+    with pytest.raises(FloatingPointError,
+                       match="client 0 deploys after round 2 .*aggregate diverged"):
+        Scaffold(n_rounds=3, server_lr=1e200, random_state=0).fit(healthcare)
+
+
+@pytest.mark.parametrize("name", list(ALL_METHODS))
+def test_mean_auc_is_over_every_honest_client(name, healthcare):
+    """history_['auc'] is the plain mean over the same honest clients in every round."""
+    est = ALL_METHODS[name](n_rounds=2, random_state=0).fit(healthcare)
+    honest = healthcare.honest
+    assert np.all(np.isfinite(est.history_["client_auc"][:, honest]))
+    np.testing.assert_array_equal(est.history_["auc"],
+                                  est.history_["client_auc"][:, honest].mean(axis=1))
+
+
+@pytest.mark.parametrize("y_test", [np.zeros(6, int), np.ones(1, int)])
+def test_binary_client_refuses_a_test_split_without_an_auc(y_test):
+    """One class (or one record) in a binary client's test split is refused at
+    construction: its AUC would be NaN and silently drop out of the mean."""
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="y_test has a single class .* needs both classes"):
+        Client(rng.normal(size=(20, 3)), np.tile([0, 1], 10),
+               rng.normal(size=(y_test.size, 3)), y_test)
+
+
+def test_generator_names_the_client_whose_test_split_has_one_class():
+    """A test_size too small for a hospital's rare class is refused, naming the client."""
+    with pytest.raises(ValueError, match="client 5: y_test has a single class"):
+        make_healthcare(test_size=0.05, random_state=1)
+
+
+def test_every_client_is_adversarial_is_refused():
+    """Metrics average over honest clients; a scenario without one is refused."""
+    scen = make_healthcare(n_clients=3, n_adversarial=2, random_state=0)
+    scen = FederatedScenario("all bad", [
+        Client(c.X_train, c.y_train, c.X_test, c.y_test, True) for c in scen.clients])
+    with pytest.raises(ValueError, match="every client of the scenario is adversarial"):
+        FedAvg(n_rounds=1).fit(scen)
+
+
+def test_client_stores_its_validated_arrays(healthcare):
+    """Lists (and strings of numbers) are stored as validated arrays, so a fit works;
+    arrays that already are float features / int labels are kept as the same object."""
+    c = healthcare.clients[0]
+    listed = Client(c.X_train.astype(str).tolist(), c.y_train.tolist(),
+                    c.X_test.tolist(), c.y_test.astype(float).tolist())
+    assert listed.X_train.dtype == np.float64 and listed.y_test.dtype == np.int64
+    np.testing.assert_array_equal(listed.X_train, c.X_train)
+    scen = FederatedScenario("lists", [listed, healthcare.clients[1]])
+    assert np.all(np.isfinite(FedAvg(n_rounds=1, random_state=0).fit(scen).history_["auc"]))
+    X32 = c.X_train.astype(np.float32)
+    kept = Client(X32, c.y_train, c.X_test, c.y_test)
+    assert kept.X_train is X32 and kept.y_train is c.y_train
+
+
+@pytest.mark.parametrize("name", ["FedAvg", "pTopoFL"])
+def test_predict_proba_checks_features(name, healthcare):
+    """predict_proba names the feature count it expects, and refuses NaN."""
+    est = make_method(name, n_rounds=1, random_state=0).fit(healthcare)
+    assert est.n_features_in_ == healthcare.n_features
+    with pytest.raises(ValueError, match=f"X has 5 features, but this {type(est).__name__} "
+                                         "was fitted on 20"):
+        est.predict_proba(np.zeros((3, 5)))
+    X = np.zeros((1, 20))
+    X[0, :2] = np.nan
+    with pytest.raises(ValueError, match="X contains 2 NaN"):
+        est.predict_proba(X)
+
+
+def test_ptopofl_refuses_negative_tau_and_bad_flags(benchmark):
+    """tau < 0 is refused (trust_weights explains why); flags must be booleans; a drift
+    threshold without signature tracking would never fire and is refused."""
+    with pytest.raises(ValueError, match="tau must be >= 0"):
+        PTopoFL(n_rounds=1, tau=-0.5).fit(benchmark)
+    for flag in ("use_trust", "augment", "track_signatures"):
+        with pytest.raises(TypeError, match=f"{flag} must be True or False"):
+            PTopoFL(n_rounds=1, **{flag: "no"}).fit(benchmark)
+    with pytest.raises(ValueError, match="needs track_signatures=True"):
+        PTopoFL(n_rounds=1, drift_threshold=0.1, track_signatures=False).fit(benchmark)
+
+
+def test_metrics_refuse_bad_input():
+    """AUC, accuracy and the convergence round name what is wrong."""
+    with pytest.raises(ValueError, match="same length"):
+        roc_auc([0, 1, 1], [0.1, 0.2])
+    with pytest.raises(ValueError, match="scores contains 1 NaN"):
+        roc_auc([0, 1], [np.nan, 0.2])
+    with pytest.raises(ValueError, match="binary labels 0/1"):
+        roc_auc([0, 2], [0.1, 0.2])
+    with pytest.raises(ValueError, match="same length"):
+        accuracy([0, 1, 1], [0.1, 0.2])
+    with pytest.raises(ValueError, match="curve contains 1 NaN"):
+        convergence_round([0.5, np.nan])
+    with pytest.raises(ValueError, match="1-D"):
+        convergence_round(np.ones((2, 2)))
+    with pytest.raises(ValueError, match="fraction must be <= 1"):
+        convergence_round([0.5, 0.6], fraction=2)
+
+
+@pytest.mark.parametrize(("kwargs", "error", "match"), [
+    ({"mortality_range": (0.9, 0.1)}, ValueError, r"mortality_range must be \(low, high\)"),
+    ({"mortality_range": (0.1, 1.0)}, ValueError, r"mortality_range\[1\] must be <= 0.99"),
+    ({"mortality_range": (0.1, 0.2, 0.3)}, TypeError, "mortality_range must be a pair"),
+    ({"size_range": (300, 100)}, ValueError, r"size_range must be \(low, high\)"),
+    ({"test_size": 0}, ValueError, "test_size must be > 0"),
+    ({"test_size": 1.5}, ValueError, "test_size must be < 1"),
+    ({"attack_scale": 0}, ValueError, "attack_scale must be > 0"),
+])
+def test_make_healthcare_names_the_bad_parameter(kwargs, error, match):
+    """Range parameters are validated up front (was: numpy's "high - low < 0")."""
+    with pytest.raises(error, match=match):
+        make_healthcare(**kwargs)
+
+
+def test_make_benchmark_and_continual_name_the_bad_parameter():
+    with pytest.raises(ValueError, match=r"imbalance_range must be \(low, high\)"):
+        make_benchmark(imbalance_range=(0.9, 0.1))
+    with pytest.raises(ValueError, match=r"imbalance_range\[1\] must be <= 1"):
+        make_benchmark(imbalance_range=(0.1, 2.0))
+    with pytest.raises(ValueError, match=r"size_range must be \(low, high\)"):
+        make_continual(size_range=(300, 100))
+
+
+def test_make_healthcare_keeps_two_records_of_each_class():
+    """A hospital with a single record of a class is topped up to two, as one with none
+    always was (this draw used to fail inside scikit-learn's stratified split)."""
+    scen = make_healthcare(n_adversarial=7, attack="noisy_label_flip", random_state=156)
+    for c in scen.clients:
+        assert np.bincount(np.r_[c.y_train, c.y_test]).min() >= 2
+
+
+def test_scenario_and_client_reject_wrong_types(healthcare):
+    with pytest.raises(TypeError, match="client 1 must be a Client, got int"):
+        FederatedScenario("x", [healthcare.clients[0], 3])
+    c = healthcare.clients[0]
+    with pytest.raises(TypeError, match="adversarial must be True or False"):
+        Client(c.X_train, c.y_train, c.X_test, c.y_test, adversarial="no")

@@ -323,3 +323,8 @@ def test_auto_backend_by_map_size():
     assert resolve_backend("auto", 8 * 8) == "gudhi"
     assert resolve_backend("auto", 24 * 24) == ("cripser" if "cripser" in BACKENDS else "gudhi")
     assert resolve_backend("gudhi", 24 * 24) == "gudhi"
+
+
+def test_imbalance_floor_refuses_negative_counts():
+    with pytest.raises(ValueError, match="non-negative counts"):
+        imbalance_floor([-1, 3])

@@ -160,7 +160,7 @@ def test_standardise_clients_uses_each_clients_training_statistics():
     rng = np.random.default_rng(0)
     y = np.r_[np.zeros(20, int), np.ones(20, int)]
     X, Xt = rng.normal(3.0, 2.0, size=(40, 3)), rng.normal(size=(10, 3))
-    scen = FederatedScenario("s", [Client(X, y, Xt, y[:10])], {"a": 1})
+    scen = FederatedScenario("s", [Client(X, y, Xt, y[15:25])], {"a": 1})
     out = standardise_clients(scen).clients[0]
     np.testing.assert_allclose(out.X_train.mean(axis=0), 0.0, atol=1e-12)
     np.testing.assert_allclose(out.X_train.std(axis=0), 1.0)

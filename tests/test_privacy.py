@@ -512,3 +512,40 @@ def test_privacy_claim_values_are_known_claim_ids(proxies, gradinv):
     assert isinstance(rows, pd.DataFrame)
     assert set(rows["id"]) == set(values)
     assert (rows["n_seeds"] == 1).all()
+
+
+# ------------------------------------------- non-finite input, large epsilon (issue 12)
+
+
+@pytest.mark.parametrize("mech", [GaussianMechanism(1.0), LaplaceMechanism(1.0)],
+                         ids=["gaussian", "laplace"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_release_refuses_non_finite_descriptors(mech, bad):
+    """A NaN or infinite descriptor is refused (it used to come back as NaN)."""
+    x = np.ones((2, 48)) / np.sqrt(48)
+    x[1, 7] = bad
+    with pytest.raises(ValueError, match="contains 1 NaN or infinite"):
+        mech.release(x, random_state=0)
+    with pytest.raises(TypeError, match="must be an array of numbers"):
+        mech.release("abc", random_state=0)
+
+
+@pytest.mark.parametrize("eps", [1e4, 1e8, 1e12, 1e100])
+def test_analytic_sigma_for_very_large_epsilon(eps):
+    """Beyond the old bracket (sigma < 1e-6 Delta) the analytic sigma is still the
+    smallest sigma meeting Balle & Wang's condition, and tends to Delta / sqrt(2 eps)."""
+    delta, sens = 1e-5, 2.0
+    s = GaussianMechanism(eps, delta, sens).sigma
+    assert s > 0 and (s < 1e-6 * sens) == (eps >= 1e12)  # 1e12 on: below the old bracket
+    assert _balle_wang_excess(eps, delta, sens, s) <= 1e-9  # (eps, delta)-DP holds
+    assert _balle_wang_excess(eps, delta, sens, s * 0.99) > 0  # and a smaller one fails
+    if eps >= 1e8:
+        assert s == pytest.approx(sens / np.sqrt(2 * eps), rel=1e-3)
+
+
+def test_invert_descriptor_checks_its_target():
+    population = np.random.default_rng(0).normal(size=(40, 3))
+    with pytest.raises(ValueError, match=r"target must be a descriptor of shape \(48,\)"):
+        invert_descriptor(np.ones(5), population, 10, n_iter=1, random_state=0)
+    with pytest.raises(ValueError, match="target contains 48 NaN"):
+        invert_descriptor(np.full(48, np.nan), population, 10, n_iter=1, random_state=0)

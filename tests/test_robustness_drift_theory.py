@@ -153,3 +153,9 @@ def test_unknown_attack_and_variants_errors():
         run_comparison("healthcare", [0], variants={"x": ("Nope", {})}, progress=False)
     with pytest.raises(ValueError, match="drift_threshold"):
         PTopoFL(drift_threshold=-1.0).fit(make_healthcare(random_state=0))
+
+
+def test_adversarial_separation_checks_the_mask():
+    """A mask of the wrong length is refused (it used to give NaN silently)."""
+    with pytest.raises(ValueError, match=r"adversarial \(K,\)"):
+        adversarial_separation(np.zeros((3, 3)), [True])

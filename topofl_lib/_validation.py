@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "check_bool",
     "check_choice",
+    "check_finite",
     "check_int",
     "check_labels",
     "check_points",
@@ -53,20 +55,32 @@ def check_points(X: Any, name: str = "X", *, min_points: int = 1) -> np.ndarray:
         )
     if arr.shape[1] == 0:
         raise ValueError(f"{name} has 0 features, shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
-        raise ValueError(f"{name} contains {bad} NaN or infinite value(s)")
+    return check_finite(arr, name)
+
+
+def check_finite(arr: np.ndarray, name: str, *, hint: str = "",
+                 error: type[Exception] = ValueError) -> np.ndarray:
+    """Return the array ``arr`` unchanged, or raise ``error`` if it holds NaN or inf.
+
+    The message names ``name``, counts the bad values and ends with ``hint``. Only
+    reads ``arr``: no copy, no arithmetic on it.
+    """
+    finite = np.isfinite(arr)
+    if not finite.all():
+        bad = int(finite.size - np.count_nonzero(finite))
+        raise error(f"{name} contains {bad} NaN or infinite value(s){hint}")
     return arr
 
 
 def check_labels(y: Any, n: int, name: str = "y", *, require_both: bool = True,
-                 n_classes: int = 2) -> np.ndarray:
+                 n_classes: int = 2, why: str = "each client needs both classes") -> np.ndarray:
     """Return class labels ``y`` as an int array of length ``n``.
 
     Raises if the labels are not in ``0..n_classes-1`` (0/1 by default), have the wrong
     length, or (binary labels with ``require_both``) contain a single class, which makes
-    logistic regression and AUC meaningless. Multi-class clients may hold a single
-    class (that is what pathological label skew produces).
+    logistic regression and AUC meaningless (``why`` says so in the message).
+    Multi-class clients may hold a single class (that is what pathological label skew
+    produces).
     """
     arr = np.asarray(y)
     if arr.ndim != 1 or arr.shape[0] != n:
@@ -79,7 +93,7 @@ def check_labels(y: Any, n: int, name: str = "y", *, require_both: bool = True,
         raise ValueError(f"{name} must contain {kind}, got values {values[:10].tolist()}")
     if require_both and n_classes == 2 and values.size < 2:
         raise ValueError(
-            f"{name} has a single class {values.tolist()}; each client needs both classes"
+            f"{name} has a single class {values.tolist()} in {n} record(s); {why}"
         )
     return arr.astype(np.int64)
 
@@ -115,6 +129,13 @@ def check_real(
     if high is not None and value > high:
         raise ValueError(f"{name} must be <= {high}, got {value}")
     return value
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """Validate a flag: ``True`` or ``False`` (a string such as ``"no"`` is refused)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
+    return bool(value)
 
 
 def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:

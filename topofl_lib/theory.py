@@ -74,11 +74,16 @@ def theorem5_bound(eps: float, lam_delta: float) -> float:
 def adversarial_separation(D, adversarial) -> dict[str, float]:
     """Measured ``Delta`` (min adversarial minus mean honest delta_k), ``lambda`` and their product.
 
-    ``delta_k`` is Eq. 8's mean distance of client ``k`` to the others.
+    ``delta_k`` is Eq. 8's mean distance of client ``k`` to the others. Without an
+    adversarial client, or without an honest one, the separation is undefined and
+    every value is NaN (an attack rate of 0 in a robustness sweep).
     """
     D = np.asarray(D, dtype=np.float64)
     adv = np.asarray(adversarial, dtype=bool)
     K = D.shape[0]
+    if D.shape != (K, K) or adv.shape != (K,):
+        raise ValueError(f"D must be (K, K) and adversarial (K,), got {D.shape} and "
+                         f"{adv.shape}")
     if not adv.any() or adv.all():
         return {"delta_sep": np.nan, "lam": np.nan, "lam_delta": np.nan}
     delta = D.sum(axis=1) / (K - 1)

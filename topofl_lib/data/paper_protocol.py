@@ -62,12 +62,13 @@ Both generators
       client's data depend neither on the other clients nor on which clients attack:
       two scenarios with the same seed and different ``n_adversarial`` differ only in
       the attackers' labels (paired comparisons across attack rates).
-    * **[ours]** If a client's training part would hold a single class (possible only
-      for very small clients or extreme rates), the split is drawn again, at most 100
-      times (the engine needs both classes to train a logistic regression). With the
-      default parameters this never happened in seeds 0-999 of either scenario. A
-      *test* set may hold a single class (11 of the 8,000 healthcare hospitals of seeds
-      0-999): that client's AUC is undefined and left out of the mean AUC.
+    * **[ours]** If a client's training part or its test set would hold a single class,
+      the split is drawn again, at most 100 times: the engine needs both classes to
+      train a logistic regression, and a binary client is scored by its test AUC,
+      which one class leaves undefined (:class:`~topofl_lib.data.Client` refuses such a
+      client rather than let a mean skip it). With the default parameters a training
+      part never needed a redraw in seeds 0-999 of either scenario; a test set did for
+      11 of the 8,000 healthcare hospitals of seeds 0-999.
     * **[code]** The evaluation protocol: the reported number is the mean over *all*
       clients (adversarial included) of each client's test AUC and accuracy, and each
       client standardises its features with its own training statistics.
@@ -128,13 +129,15 @@ def _draw_client(pos: np.ndarray, neg: np.ndarray, n: int, n_pos: int,
 
 def _split(X: np.ndarray, y: np.ndarray, n_test: int, orders) -> tuple[np.ndarray, ...]:
     """Test set = the last ``n_test`` records of the next order from ``orders``; the next
-    order is tried while the training part holds a single class (module docstring)."""
+    order is tried while the training part or the test set holds a single class (module
+    docstring)."""
     for _, order in zip(range(_MAX_SPLITS), orders, strict=False):
         train, test = order[:-n_test], order[-n_test:]
-        if np.unique(y[train]).size == 2:
+        if np.unique(y[train]).size == 2 and np.unique(y[test]).size == 2:
             return X[train], y[train], X[test], y[test]
     raise ValueError(f"could not split a client of {y.size} records ({n_test} for testing) "
-                     "so that its training part holds both classes; use larger clients")
+                     "so that its training part and its test set both hold both classes; "
+                     "use larger clients")
 
 
 def _orders(rng: np.random.Generator, n: int, first: np.ndarray | None = None):

@@ -43,6 +43,7 @@ from scipy.special import expit
 from sklearn.model_selection import train_test_split
 
 from .._validation import (
+    check_bool,
     check_choice,
     check_int,
     check_labels,
@@ -94,8 +95,18 @@ class Client:
     attack_scale : float
         Scale of the sign-flipped update.
     n_classes : int
-        Number of classes (2: binary labels, each client must hold both; more: labels
-        ``0..n_classes-1``, a client may hold one class).
+        Number of classes. 2: binary labels 0/1, scored by AUC, so the training split
+        *and the test split* must hold both classes (a test split with one class, or a
+        single record, has no AUC and would silently drop out of a mean AUC; it is
+        refused). More: labels ``0..n_classes-1``, scored by accuracy only, and a client
+        may hold a single class (what pathological label skew produces).
+
+    The arrays are validated when the client is built, and stored as validated: lists
+    (or arrays of strings or ints) become float64 features and int64 labels, while an
+    array that already is a float (features) or integer (labels) array is kept as the
+    caller's own object, so clients can share a test set without copies. NumPy arrays
+    stay writable; the federated engine calls :meth:`validate` again when it starts, so
+    a value written into them afterwards is still caught.
     """
 
     X_train: np.ndarray
@@ -112,16 +123,44 @@ class Client:
         if self.attack not in ATTACKS:
             raise ValueError(f"unknown attack {self.attack!r}; expected one of {list(ATTACKS)}")
         check_real(self.attack_scale, "attack_scale", low=0.0, low_open=True)
-        X = check_points(self.X_train, "X_train", min_points=2)
+        check_bool(self.adversarial, "adversarial")
+        check_int(self.group, "group")
         check_int(self.n_classes, "n_classes", low=2)
-        check_labels(self.y_train, X.shape[0], "y_train", n_classes=self.n_classes)
+        for name, checked in zip(("X_train", "y_train", "X_test", "y_test"),
+                                 self._checked(), strict=True):
+            original = getattr(self, name)
+            keep = (isinstance(original, np.ndarray)
+                    and original.dtype.kind in ("f" if name[0] == "X" else "iu"))
+            if not keep:  # a frozen dataclass: store the validated array
+                object.__setattr__(self, name, checked)
+
+    def _checked(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        X = check_points(self.X_train, "X_train", min_points=2)
+        y = check_labels(self.y_train, X.shape[0], "y_train", n_classes=self.n_classes)
         Xt = check_points(self.X_test, "X_test")
         if Xt.shape[1] != X.shape[1]:
             raise ValueError(
                 f"X_test has {Xt.shape[1]} features but X_train has {X.shape[1]}"
             )
-        check_labels(self.y_test, Xt.shape[0], "y_test", require_both=False,
-                     n_classes=self.n_classes)
+        binary = self.n_classes == 2
+        yt = check_labels(self.y_test, Xt.shape[0], "y_test", require_both=binary,
+                          n_classes=self.n_classes,
+                          why="a binary client is scored by AUC on its test split, which "
+                              "needs both classes")
+        return X, y, Xt, yt
+
+    def validate(self, owner: str | None = None) -> None:
+        """Check the arrays again (finite features, valid labels, matching shapes).
+
+        NumPy arrays are mutable, so a NaN written into one after the client was built
+        is found here. ``owner`` (e.g. ``"client 3"``) starts every error message.
+        """
+        try:
+            self._checked()
+        except (TypeError, ValueError) as exc:
+            if owner is None:
+                raise
+            raise type(exc)(f"{owner}: {exc}") from None
 
     @property
     def n_train(self) -> int:
@@ -146,6 +185,10 @@ class FederatedScenario:
         if len(self.clients) == 0:
             raise ValueError("a scenario needs at least one client")
         lists = [self.clients, *self.schedule.values()]
+        for cl in lists:
+            for k, c in enumerate(cl):
+                if not isinstance(c, Client):
+                    raise TypeError(f"client {k} must be a Client, got {type(c).__name__}")
         dims = {c.X_train.shape[1] for cl in lists for c in cl}
         if len(dims) != 1:
             raise ValueError(f"clients have different feature dimensions {sorted(dims)}")
@@ -174,6 +217,33 @@ class FederatedScenario:
 
 def _check_protocol(protocol: str) -> str:
     return check_choice(protocol, "protocol", PROTOCOLS)
+
+
+def _check_range(value, name: str, check, **bounds) -> tuple:
+    """``(low, high)`` of a range parameter: two values passing ``check``, low <= high."""
+    try:
+        low, high = value
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a pair (low, high), got {value!r}") from None
+    low, high = check(low, f"{name}[0]", **bounds), check(high, f"{name}[1]", **bounds)
+    if low > high:
+        raise ValueError(f"{name} must be (low, high) with low <= high, got {value!r}")
+    return low, high
+
+
+def _check_test_size(test_size) -> float:
+    test_size = check_real(test_size, "test_size", low=0.0, low_open=True)
+    if test_size >= 1:
+        raise ValueError(f"test_size must be < 1 (a fraction of each client), got {test_size}")
+    return test_size
+
+
+def _client(k: int, *args, **kwargs) -> Client:
+    """Client ``k`` of a generator; a refusal names the client."""
+    try:
+        return Client(*args, **kwargs)
+    except ValueError as exc:
+        raise ValueError(f"client {k}: {exc}") from None
 
 
 def _split(X, y, rng, test_size):
@@ -218,11 +288,14 @@ def make_healthcare(
     features (visible to it); ``"sign_flip"`` keeps their data honest and has the
     engine send ``w0 - attack_scale * (w - w0)`` instead of their update.
 
-    See the module docstring for the generative process. ``signal`` scales the norm of
-    the risk coefficients. With the default 1.5 a logistic regression trained centrally
-    on the pooled honest training data scores AUC about 0.82 on the honest test splits
-    (0.74 when the poisoned hospitals are pooled in; 10 seeds), a realistic level for
-    clinical risk models.
+    See the module docstring for the generative process. ``mortality_range`` is a
+    pair ``(low, high)`` within [0.01, 0.99]; every hospital keeps at least two patients
+    of each class, and a ``test_size`` so small that a hospital's test split holds one
+    class is refused, naming the hospital (its AUC would be undefined). ``signal``
+    scales the norm of the risk coefficients. With the default 1.5 a logistic regression
+    trained centrally on the pooled honest training data scores AUC about 0.82 on the
+    honest test splits (0.74 when the poisoned hospitals are pooled in; 10 seeds), a
+    realistic level for clinical risk models.
     """
     if _check_protocol(protocol) == "paper":
         from .paper_protocol import paper_healthcare
@@ -243,9 +316,11 @@ def make_healthcare(
     check_real(signal, "signal", low=0.0, low_open=True)
     if attack not in ATTACKS:
         raise ValueError(f"unknown attack {attack!r}; expected one of {list(ATTACKS)}")
-    lo, hi = size_range
-    check_int(lo, "size_range[0]", low=10)
-    check_int(hi, "size_range[1]", low=lo)
+    lo, hi = _check_range(size_range, "size_range", check_int, low=10)
+    mortality_range = _check_range(mortality_range, "mortality_range", check_real,
+                                   low=0.01, high=0.99)
+    _check_test_size(test_size)
+    check_real(attack_scale, "attack_scale", low=0.0, low_open=True)
     rng = check_random_state(random_state)
     d, q = n_features, n_informative
     beta = rng.normal(size=q)
@@ -268,14 +343,19 @@ def make_healthcare(
         score = X[:, :q] @ (beta + deltas[g])
         p = expit(score + _intercept_for_rate(score, rate))
         y = (rng.random(n) < p).astype(np.int64)
-        if y.min() == y.max():  # guarantee both classes in tiny, extreme hospitals
-            y[np.argsort(p)[-2:] if y.max() == 0 else np.argsort(p)[:2]] = 1 - y.max()
+        for rare in (0, 1):  # at least two of each class (a stratified split needs them)
+            missing = 2 - int(np.count_nonzero(y == rare))
+            if missing > 0:  # relabel the most (or least) likely records of the other class
+                other = np.flatnonzero(y != rare)
+                ranked = other[np.argsort(p[other])]
+                y[ranked[-missing:] if rare == 1 else ranked[:missing]] = rare
         Xtr, Xte, ytr, yte = _split(X, y, rng, test_size)
         if adversarial[k] and attack in ("label_flip", "noisy_label_flip"):
             ytr = 1 - ytr
         if adversarial[k] and attack == "noisy_label_flip":
             Xtr = Xtr + rng.normal(scale=2.0, size=Xtr.shape)
-        clients.append(Client(Xtr, ytr, Xte, yte, bool(adversarial[k]), g, attack, attack_scale))
+        clients.append(_client(k, Xtr, ytr, Xte, yte, bool(adversarial[k]), g, attack,
+                               attack_scale))
     return FederatedScenario("healthcare", clients, {"groups": groups.tolist()})
 
 
@@ -320,16 +400,17 @@ def make_benchmark(
     check_int(n_features, "n_features", low=2)
     check_int(n_informative, "n_informative", low=1, high=n_features)
     check_real(class_sep, "class_sep", low=0.0, low_open=True)
-    lo, hi = size_range
-    check_int(lo, "size_range[0]", low=10)
-    check_int(hi, "size_range[1]", low=lo)
+    lo, hi = _check_range(size_range, "size_range", check_int, low=10)
+    imbalance_range = _check_range(imbalance_range, "imbalance_range", check_real,
+                                   low=0.0, high=1.0)
+    _check_test_size(test_size)
     rng = check_random_state(random_state)
     q = n_informative
     # Two blobs per class at distinct random hypercube vertices, random linear mixing.
     vertices = rng.choice([-1.0, 1.0], size=(4, q)) * class_sep
     mixing = np.eye(q) + 0.3 * rng.normal(size=(q, q))
     clients = []
-    for _ in range(n_clients):
+    for k in range(n_clients):
         n = int(rng.integers(lo, hi + 1))
         frac = float(rng.uniform(*imbalance_range))
         n_pos = int(np.clip(round(frac * n), 4, n - 4))
@@ -339,7 +420,7 @@ def make_benchmark(
         X = np.hstack([informative, rng.normal(size=(n, n_features - q))])
         perm = rng.permutation(n)
         Xtr, Xte, ytr, yte = _split(X[perm], y[perm], rng, test_size)
-        clients.append(Client(Xtr, ytr, Xte, yte, False, 0))
+        clients.append(_client(k, Xtr, ytr, Xte, yte, False, 0))
     return FederatedScenario("benchmark", clients, {})
 
 
@@ -372,6 +453,7 @@ def make_continual(
     check_int(n_rounds, "n_rounds", low=2)
     check_int(n_shifted, "n_shifted", low=0, high=n_clients)
     check_int(shift_round, "shift_round", low=1, high=n_rounds - 1)
+    size_range = _check_range(size_range, "size_range", check_int, low=10)
     check_int(pool_size, "pool_size", low=size_range[1])
     rng = check_random_state(random_state)
     seeds = rng.integers(2**31 - 1, size=2)

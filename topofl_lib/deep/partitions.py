@@ -144,5 +144,9 @@ def label_distribution(y, parts: list[np.ndarray], n_classes: int | None = None)
     """Row-stochastic (n_clients, n_classes) matrix of each client's label frequencies."""
     y = np.asarray(y)
     C = int(y.max()) + 1 if n_classes is None else n_classes
+    for k, p in enumerate(parts):
+        p = np.asarray(p)
+        if p.size and (p.dtype.kind not in "iu" or p.min() < -y.size or p.max() >= y.size):
+            raise ValueError(f"parts[{k}] must hold indices into y (0..{y.size - 1})")
     counts = np.array([np.bincount(y[p], minlength=C) for p in parts], dtype=np.float64)
     return counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)

@@ -123,7 +123,7 @@ class ExplorerData:
         """
         check_int(n_clusters, "n_clusters", low=1, high=self.n_clients)
         check_real(beta, "beta", low=0.0, high=1.0)
-        check_real(tau, "tau")
+        check_real(tau, "tau", low=0.0)
         labels = cluster_clients(self.distances, n_clusters)
         trust, z = trust_weights(self.distances, tau)
         weights = intra_cluster_weights(normalise_descriptors(self.descriptors), labels,

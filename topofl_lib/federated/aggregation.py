@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.cluster import AgglomerativeClustering
 
-from .._validation import check_int, check_real
+from .._validation import check_finite, check_int, check_points, check_real
 from ..topology.distances import descriptor_distances, normalise_descriptors
 
 __all__ = [
@@ -30,6 +30,30 @@ def _check_square(D, name="D") -> np.ndarray:
     if not np.all(np.isfinite(D)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return D
+
+
+def _check_per_client(a, name: str, K: int, *, positive: bool = False) -> np.ndarray:
+    """A finite, non-negative float vector of shape (K,) (positive if asked)."""
+    a = np.asarray(a, dtype=np.float64)
+    if a.shape != (K,):
+        raise ValueError(f"{name} must have shape ({K},), got {a.shape}")
+    check_finite(a, name)
+    if np.any(a <= 0) if positive else np.any(a < 0):
+        raise ValueError(f"{name} must be {'positive' if positive else 'non-negative'}, "
+                         f"got {a.tolist()[:10]}")
+    return a
+
+
+def _check_labels(labels, K: int) -> np.ndarray:
+    """Cluster indices: K non-negative whole numbers (as an int array)."""
+    labels = np.asarray(labels)
+    whole = labels.dtype.kind in "iu" or (
+        labels.dtype.kind == "f" and np.all(np.isfinite(labels))
+        and np.all(labels == np.round(labels)))
+    if labels.shape != (K,) or not whole or (K and labels.min() < 0):
+        raise ValueError(f"labels must be {K} non-negative integer cluster indices, got "
+                         f"{labels.tolist()[:10]}")
+    return labels.astype(np.int64)
 
 
 def cluster_clients(D, n_clusters: int) -> np.ndarray:
@@ -58,12 +82,20 @@ def trust_weights(D, tau: float) -> tuple[np.ndarray, np.ndarray]:
     (population standard deviation), and :math:`t_k = \exp(-\max(z_k - 1, 0))` for
     clients flagged by :math:`z_k > \tau`; unflagged clients keep :math:`t_k = 1`.
 
+    ``tau`` must be >= 0. A z-score is measured in standard deviations from the mean
+    anomaly score, so a negative threshold would "flag" clients that are closer than
+    average to the others, which is no anomaly; it is refused rather than silently
+    accepted. Since :math:`t_k = 1` whenever :math:`z_k \le 1` (paper: "honest clients
+    (z_k <= 1) retain t_k = 1"), every ``tau`` in [0, 1] gives the same weights as
+    ``tau = 1``; and since a population z-score never exceeds :math:`\sqrt{K-1}`, a
+    ``tau`` at or above it flags no client.
+
     Returns
     -------
     trust, z : ndarray of shape (K,)
     """
     D = _check_square(D)
-    check_real(tau, "tau")
+    check_real(tau, "tau", low=0.0)
     K = D.shape[0]
     if K < 2:
         return np.ones(K), np.zeros(K)
@@ -82,30 +114,32 @@ def intra_cluster_weights(Phi_hat, labels, sizes, trust) -> np.ndarray:
     ``Phi_hat`` holds l2-normalised descriptors; :math:`\hat\phi_C` is their mean over
     the cluster.
     """
-    Phi_hat = np.asarray(Phi_hat, dtype=np.float64)
-    labels = np.asarray(labels)
-    sizes = np.asarray(sizes, dtype=np.float64)
-    trust = np.asarray(trust, dtype=np.float64)
+    Phi_hat = check_points(Phi_hat, "Phi_hat")
     K = Phi_hat.shape[0]
-    for name, a in (("labels", labels), ("sizes", sizes), ("trust", trust)):
-        if a.shape != (K,):
-            raise ValueError(f"{name} must have shape ({K},), got {a.shape}")
+    labels = _check_labels(labels, K)
+    sizes = _check_per_client(sizes, "sizes", K, positive=True)
+    trust = _check_per_client(trust, "trust", K)
     w = np.zeros(K)
     for c in np.unique(labels):
         m = labels == c
         centre = Phi_hat[m].mean(axis=0)
         raw = sizes[m] * np.exp(-np.linalg.norm(Phi_hat[m] - centre, axis=1)) * trust[m]
+        if not raw.sum() > 0:
+            raise ValueError(f"every client of cluster {c} has trust 0: its weights are "
+                             "undefined")
         w[m] = raw / raw.sum()
     return w
 
 
 def cluster_models(models, labels, weights) -> np.ndarray:
     """Eq. 6 aggregate per cluster: ``theta_C = sum_{k in C} w_k theta_k`` (M x dim)."""
-    models = np.asarray(models, dtype=np.float64)
-    labels = np.asarray(labels)
+    models = check_points(models, "models")
+    K = models.shape[0]
+    labels = _check_labels(labels, K)
+    weights = _check_per_client(weights, "weights", K)
     M = int(labels.max()) + 1
     out = np.zeros((M, models.shape[1]))
-    np.add.at(out, labels, np.asarray(weights)[:, None] * models)
+    np.add.at(out, labels, weights[:, None] * models)
     return out
 
 
@@ -113,8 +147,8 @@ def blend_clusters(theta_clusters, cluster_sizes, beta: float) -> np.ndarray:
     r"""Eq. 7: :math:`\theta^*_{C_j} = (1-\beta)\theta_{C_j} + \beta\bar\theta`,
     :math:`\bar\theta = \sum_j \frac{|C_j|}{K}\theta_{C_j}`."""
     check_real(beta, "beta", low=0.0, high=1.0)
-    theta = np.asarray(theta_clusters, dtype=np.float64)
-    sizes = np.asarray(cluster_sizes, dtype=np.float64)
+    theta = check_points(theta_clusters, "theta_clusters")
+    sizes = _check_per_client(cluster_sizes, "cluster_sizes", theta.shape[0], positive=True)
     consensus = sizes @ theta / sizes.sum()
     return (1.0 - beta) * theta + beta * consensus
 

@@ -9,6 +9,15 @@ An algorithm is a scikit-learn style estimator whose ``fit`` takes a
 
 The base class owns validation, seeding, the per-client data, per-round evaluation
 and the recorded history, so the algorithms contain only what differs between them.
+
+Non-finite values are caught here, once for every algorithm, as soon as they appear:
+a client's arrays are validated again when ``fit`` starts and whenever a continual
+scenario hands new data (a NaN written into an array after the :class:`Client` was
+built), every model a client returns is checked after its local training (a diverging
+local model), and every model a client deploys is checked after each round's
+aggregation. Each raises with the client and the round named. The checks only read
+the vectors, so they change no number and no random draw.
+
 Models are flat parameter vectors; what a vector means (logistic regression by
 default, a torch network when ``model`` is a :class:`topofl_lib.deep.TorchModel`) is
 the *learner*'s business (:mod:`topofl_lib.federated.local`), so each algorithm has
@@ -22,7 +31,14 @@ import hashlib
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._validation import check_choice, check_int, check_random_state, check_real
+from .._validation import (
+    check_choice,
+    check_finite,
+    check_int,
+    check_points,
+    check_random_state,
+    check_real,
+)
 from ..data.preprocessing import client_scaler, standardise_clients
 from ..data.scenarios import FederatedScenario
 from .local import LogisticLearner, local_sgd
@@ -94,13 +110,17 @@ class FederatedAlgorithm(BaseEstimator):
     ----------
     history_ : dict of ndarray
         ``"auc"`` and ``"accuracy"`` of shape (n_rounds,): mean over the evaluated
-        clients (``evaluation_["evaluate_on"]``) after each round; ``"client_auc"`` and
-        ``"client_accuracy"`` of shape (n_rounds, n_clients), every client. AUC is NaN
-        for multi-class models; a client whose test set holds one class has NaN AUC and
-        is left out of the mean AUC.
+        clients (``evaluation_["evaluate_on"]``: the honest ones, or all) after each round;
+        ``"client_auc"`` and ``"client_accuracy"`` of shape (n_rounds, n_clients), every
+        client. AUC is NaN for multi-class models (accuracy is their metric). Binary
+        clients always have an AUC: :class:`Client` refuses a binary test split with a
+        single class, so every mean is over the same clients in every round (a NaN would
+        propagate into the mean, never be skipped).
     evaluation_ : dict
         The evaluation choices this fit used: ``evaluate_on`` and ``standardise``.
     n_clients_ : int
+    n_features_in_ : int
+        Number of raw features (what :meth:`predict_proba` expects).
     """
 
     name = "base"
@@ -173,13 +193,13 @@ class FederatedAlgorithm(BaseEstimator):
             if extra is not None:
                 raise ValueError(f"solver='lbfgs' cannot add {type(self).__name__}'s extra "
                                  "gradient term; use solver='sgd'")
-            return self._poison(k, w0, self._converged(k)), 0
+            return self._reply(k, w0, self._converged(k)), 0
         w, steps = local_sgd(
             w0, self._gradient(k), int(self._n[k]), lr=self.lr, epochs=self.local_epochs,
             batch_size=self._batch(k), rng=self._client_rng(k), extra=extra,
             momentum=self._learner.momentum,
         )
-        return self._poison(k, w0, w), steps
+        return self._reply(k, w0, w), steps
 
     def _converged(self, k: int) -> np.ndarray:
         """Client ``k``'s local optimum (``solver="lbfgs"``), fitted once per data set."""
@@ -191,12 +211,21 @@ class FederatedAlgorithm(BaseEstimator):
             self._optima[k] = cached
         return cached[1].copy()
 
-    def _poison(self, k: int, w0: np.ndarray, w: np.ndarray) -> np.ndarray:
-        """What client ``k`` returns: its model, or a sign-flipped update if it attacks so."""
+    def _reply(self, k: int, w0: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """What client ``k`` returns after local training from ``w0`` to ``w``: its model,
+        or a sign-flipped update if it attacks so; checked finite."""
         c = self._clients[k]
+        hint = " after local training: it diverged (lower lr)"
         if c.adversarial and c.attack == "sign_flip":
-            return w0 - c.attack_scale * (w - w0)
-        return w
+            w = w0 - c.attack_scale * (w - w0)
+            hint += f" or its sign-flipped update overflowed (attack_scale={c.attack_scale})"
+        return check_finite(w, f"the model client {k} returned in round {self._round_number}",
+                            hint=hint, error=FloatingPointError)
+
+    def _check_client(self, k: int, client) -> None:
+        """Validate client ``k``'s arrays (again: they may have changed since built)."""
+        when = "" if self._round_number is None else f" (data of round {self._round_number})"
+        client.validate(f"client {k}{when}")
 
     def _load_client(self, k: int, client) -> None:
         """(Re)build client ``k``'s training and test arrays (round 0 and schedule changes)."""
@@ -221,10 +250,18 @@ class FederatedAlgorithm(BaseEstimator):
         self._rng = check_random_state(self.random_state)
         self._optima = {}
         clients = list(scenario.clients)
+        self._round_number = None
+        for k, c in enumerate(clients):
+            self._check_client(k, c)
+        honest = np.flatnonzero(scenario.honest)
+        if honest.size == 0:
+            raise ValueError("every client of the scenario is adversarial; the metrics are "
+                             "means over honest clients, so at least one is needed")
         K = len(clients)
         if self._streams == "per_client":
             self._client_rngs = [client_streams(self.random_state, k)[0] for k in range(K)]
         self.n_clients_ = K
+        self.n_features_in_ = scenario.n_features
         self._scenario = scenario
         self._clients = clients
         if self.model is None:
@@ -240,30 +277,31 @@ class FederatedAlgorithm(BaseEstimator):
         if self._w_init is None:  # logistic regression: size known once features are
             self._w_init = self._learner.init_params(self._data[0])
         self._setup(K, self._w_init)
-        scored = (np.flatnonzero(scenario.honest) if self.evaluation_["evaluate_on"] == "honest"
-                  else np.arange(K))
+        scored = honest if self.evaluation_["evaluate_on"] == "honest" else np.arange(K)
         client_auc = np.full((self.n_rounds, K), np.nan)
         client_acc = np.full((self.n_rounds, K), np.nan)
         for r in range(self.n_rounds):
+            self._round_number = r + 1
             for k, c in enumerate(scenario.clients_at(r)):
                 if c is not self._clients[k]:
+                    self._check_client(k, c)
                     self._client_changed(k, c)
                     self._load_client(k, c)
             self._round(r)
             cache = {}
             for k in range(K):
                 X_test, y_test = self._tests[k]
-                w = np.ascontiguousarray(self._client_model(k))
+                w = check_finite(
+                    np.ascontiguousarray(self._client_model(k)),
+                    f"the model client {k} deploys after round {r + 1}",
+                    hint=" (the server's aggregate diverged)", error=FloatingPointError)
                 key = (id(X_test), hashlib.blake2b(w.tobytes(), digest_size=16).digest())
                 if key not in cache:  # clients sharing a model and a test set
                     cache[key] = self._learner.evaluate(w, X_test, y_test)
                 client_auc[r, k], client_acc[r, k] = cache[key]
-        with np.errstate(all="ignore"):
-            mean_auc = (np.full(self.n_rounds, np.nan) if np.all(np.isnan(client_auc))
-                        else np.nanmean(client_auc[:, scored], axis=1))
         self.history_ = {
-            "auc": mean_auc,
-            "accuracy": np.nanmean(client_acc[:, scored], axis=1),
+            "auc": client_auc[:, scored].mean(axis=1),
+            "accuracy": client_acc[:, scored].mean(axis=1),
             "client_auc": client_auc,
             "client_accuracy": client_acc,
         }
@@ -285,7 +323,10 @@ class FederatedAlgorithm(BaseEstimator):
         if not hasattr(self, "history_"):
             raise ValueError(f"this {type(self).__name__} is not fitted yet; call fit first")
         check_int(client, "client", low=0, high=self.n_clients_ - 1)
-        X = np.asarray(X, dtype=np.float64)
+        X = check_points(X, "X")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but this {type(self).__name__} "
+                             f"was fitted on {self.n_features_in_}")
         if self.evaluation_["standardise"]:
             raw = self._raw_scenario.clients_at(self.n_rounds - 1)[client]
             X = client_scaler(raw).transform(X)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validation import check_finite
 from .base import FederatedAlgorithm
 
 __all__ = ["LocalOnly"]
@@ -63,8 +64,11 @@ class LocalOnly(FederatedAlgorithm):
         for k in range(self.n_clients_):
             self.client_models_[k] = self._train(k, self.client_models_[k])[0]
 
-    def _poison(self, k, w0, w):
-        return w  # nothing is sent, so there is no update to poison
+    def _reply(self, k, w0, w):
+        # nothing is sent, so there is no update to poison; the model is still checked
+        return check_finite(w, f"the model client {k} returned in round {self._round_number}",
+                            hint=" after local training: it diverged (lower lr)",
+                            error=FloatingPointError)
 
     def _client_model(self, k):
         return self.client_models_[k]

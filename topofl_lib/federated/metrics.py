@@ -5,7 +5,19 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import rankdata
 
+from .._validation import check_finite, check_real
+
 __all__ = ["accuracy", "convergence_round", "roc_auc"]
+
+
+def _check_scored(y_true, scores, name: str) -> tuple[np.ndarray, np.ndarray]:
+    y, s = np.asarray(y_true), np.asarray(scores, dtype=np.float64)
+    if y.ndim != 1 or s.shape != y.shape:
+        raise ValueError(f"y_true and {name} must be 1-D of the same length, got shapes "
+                         f"{y.shape} and {s.shape}")
+    if not np.all((y == 0) | (y == 1)):
+        raise ValueError(f"y_true must hold binary labels 0/1, got {np.unique(y)[:10].tolist()}")
+    return y, check_finite(s, name)
 
 
 def roc_auc(y_true, scores) -> float:
@@ -14,7 +26,8 @@ def roc_auc(y_true, scores) -> float:
     Equals :func:`sklearn.metrics.roc_auc_score` for binary labels, at a fraction of
     its cost. Returns NaN when ``y_true`` has a single class.
     """
-    y = np.asarray(y_true).astype(bool)
+    y, scores = _check_scored(y_true, scores, "scores")
+    y = y.astype(bool)
     n_pos = int(y.sum())
     n_neg = y.size - n_pos
     if n_pos == 0 or n_neg == 0:
@@ -25,8 +38,8 @@ def roc_auc(y_true, scores) -> float:
 
 def accuracy(y_true, proba, threshold: float = 0.5) -> float:
     """Fraction of correct predictions at ``threshold``."""
-    y = np.asarray(y_true)
-    return float(np.mean((np.asarray(proba) >= threshold) == (y == 1)))
+    y, proba = _check_scored(y_true, proba, "proba")
+    return float(np.mean((proba >= threshold) == (y == 1)))
 
 
 def convergence_round(curve, fraction: float = 0.95) -> int:
@@ -35,7 +48,9 @@ def convergence_round(curve, fraction: float = 0.95) -> int:
     This is the paper's definition (Table 1: "first round reaching 95% of final AUC").
     """
     curve = np.asarray(curve, dtype=np.float64)
-    if curve.size == 0:
-        raise ValueError("curve is empty")
+    if curve.ndim != 1 or curve.size == 0:
+        raise ValueError(f"curve must be a non-empty 1-D array, got shape {curve.shape}")
+    check_finite(curve, "curve", hint=" (AUC is NaN for multi-class models: use accuracy)")
+    check_real(fraction, "fraction", low=0.0, low_open=True, high=1.0)
     hit = np.flatnonzero(curve >= fraction * curve[-1])
     return int(hit[0]) + 1

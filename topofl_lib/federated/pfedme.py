@@ -71,7 +71,7 @@ class PFedMe(FederatedAlgorithm):
                     theta -= self.personal_lr * g
                 w -= self.lr * self.lam * (w - theta)
         self.personal_[k] = theta
-        return self._poison(k, self.coef_, w)
+        return self._reply(k, self.coef_, w)
 
     def _round(self, r):
         local = np.array([self._local(k) for k in range(self.n_clients_)])

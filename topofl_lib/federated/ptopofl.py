@@ -49,7 +49,7 @@ import hashlib
 
 import numpy as np
 
-from .._validation import check_choice, check_int, check_real
+from .._validation import check_bool, check_choice, check_int, check_real
 from ..topology.descriptor import H1_GRIDS, betti_curve, client_topology
 from ..topology.distances import DISTANCES, diagram_distances, normalise_descriptors
 from ..topology.persistence import PERSISTENCE_METHODS
@@ -112,8 +112,9 @@ class PTopoFL(FederatedAlgorithm):
         ``M`` (paper: 2 for Scenarios A/B).
     beta : float, default=0.3
         Inter-cluster blending coefficient of Eq. 7.
-    tau : float, default=2.0
-        Anomaly z-score threshold of Eq. 8 (paper: 2.0 comparison, 1.8 robustness).
+    tau : float >= 0, default=2.0
+        Anomaly z-score threshold of Eq. 8 (paper: 2.0 comparison, 1.8 robustness); see
+        :func:`~topofl_lib.federated.trust_weights` for why it must be >= 0.
     distance : {"l2", "wasserstein"}, default="l2"
         Client distance used for clustering and trust.
     use_trust : bool, default=True
@@ -194,7 +195,7 @@ class PTopoFL(FederatedAlgorithm):
         super()._validate_params()
         check_int(self.n_clusters, "n_clusters", low=1)
         check_real(self.beta, "beta", low=0.0, high=1.0)
-        check_real(self.tau, "tau")
+        check_real(self.tau, "tau", low=0.0)
         check_choice(self.distance, "distance", DISTANCES)
         check_int(self.n_sub, "n_sub", low=2)
         check_int(self.n_thresholds, "n_thresholds", low=2)
@@ -203,6 +204,11 @@ class PTopoFL(FederatedAlgorithm):
         if self.drift_threshold is not None:
             check_real(self.drift_threshold, "drift_threshold", low=0.0, low_open=True)
         check_int(self.drift_window, "drift_window", low=1)
+        for flag in ("use_trust", "augment", "track_signatures"):
+            check_bool(getattr(self, flag), flag)
+        if self.drift_threshold is not None and not self.track_signatures:
+            raise ValueError("drift_threshold re-clusters on tracked signatures; it needs "
+                             "track_signatures=True")
         if self.model is not None and self.augment:
             raise ValueError("augment=True appends tabular features and needs the logistic "
                              "model; pass augment=False with a TorchModel")
@@ -212,6 +218,10 @@ class PTopoFL(FederatedAlgorithm):
             if self.distance != "l2":
                 raise ValueError("descriptor_mechanism requires distance='l2' (diagrams are "
                                  "not privatised)")
+            if self.drift_threshold is not None:
+                raise ValueError("drift_threshold needs signature tracking, which a "
+                                 "descriptor_mechanism turns off (each release spends "
+                                 "privacy budget); pass drift_threshold=None")
 
     def _descriptor_points(self, k, X, w):
         """The points client ``k`` summarises: its features, or for a network the
@@ -232,6 +242,7 @@ class PTopoFL(FederatedAlgorithm):
         result = client_topology(
             X, self.n_sub, n_thresholds=self.n_thresholds, method=self.persistence,
             h1_grid=self.h1_grid, strict=False, random_state=int(self._client_seeds[k]),
+            name=f"client {k}",
         )
         self._topology_cache[k] = (digest, result)
         return result

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_choice, check_int
+from .._validation import check_bool, check_choice, check_int
 from ..federated.fedavg import FedAvg
 from ..topology.cubical import CUBICAL_BACKENDS
 from .embedding import TopologicalEmbedding
@@ -102,8 +102,7 @@ class FedTopo(FedAvg):
         super()._validate_params()
         if self.model is None:
             raise ValueError("FedTopo needs a network: pass model=TorchModel(...)")
-        if not isinstance(self.tal, bool):
-            raise TypeError(f"tal must be True or False, got {self.tal!r}")
+        check_bool(self.tal, "tal")
         if self.schedule is not None and not isinstance(self.schedule, AlphaSchedule):
             raise TypeError(f"schedule must be an AlphaSchedule or None, got "
                             f"{type(self.schedule).__name__}")

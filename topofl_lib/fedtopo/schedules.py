@@ -55,9 +55,10 @@ SCHEDULES = ("warmup", "linear", "piecewise", "smooth")
 def imbalance_floor(label_counts, alpha_init: float = 0.2) -> float:
     """:math:`\\alpha_{\\min}^{(i)} = \\alpha_{init}(1 - H(p)/\\log C)` from label counts."""
     counts = np.asarray(label_counts, dtype=np.float64)
-    if counts.ndim != 1 or counts.size < 2 or counts.sum() <= 0:
-        raise ValueError(f"label_counts must be a 1-D array over >= 2 classes with a "
-                         f"positive total, got {counts}")
+    if (counts.ndim != 1 or counts.size < 2 or not np.all(np.isfinite(counts))
+            or np.any(counts < 0) or counts.sum() <= 0):
+        raise ValueError(f"label_counts must be a 1-D array of non-negative counts over "
+                         f">= 2 classes with a positive total, got {counts}")
     p = counts / counts.sum()
     nz = p[p > 0]
     return float(alpha_init * (1.0 - (-(nz * np.log(nz)).sum()) / np.log(counts.size)))

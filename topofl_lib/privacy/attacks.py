@@ -41,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from .._validation import check_int, check_points, check_random_state, check_real
+from .._validation import check_finite, check_int, check_points, check_random_state, check_real
 from ..federated.metrics import roc_auc
 from ..topology.descriptor import topological_descriptor
 
@@ -183,6 +183,10 @@ def invert_descriptor(
     check_int(n_points, "n_points", low=2)
     check_int(n_iter, "n_iter", low=0)
     target = np.asarray(target, dtype=np.float64)
+    if target.shape != (8 + 2 * n_thresholds,):
+        raise ValueError(f"target must be a descriptor of shape ({8 + 2 * n_thresholds},) "
+                         f"for n_thresholds={n_thresholds}, got shape {target.shape}")
+    check_finite(target, "target")
     rng = check_random_state(random_state)
     X = population[rng.choice(population.shape[0], n_points, replace=False)].copy()
 

@@ -26,7 +26,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-from .._validation import check_choice, check_random_state, check_real
+from .._validation import check_choice, check_finite, check_random_state, check_real
 
 __all__ = ["GaussianMechanism", "LaplaceMechanism", "analytic_gaussian_sigma", "clip_norm"]
 
@@ -34,7 +34,12 @@ __all__ = ["GaussianMechanism", "LaplaceMechanism", "analytic_gaussian_sigma", "
 def clip_norm(x, bound: float, ord: int = 2) -> np.ndarray:
     """Scale each row of ``x`` so that its ``ord``-norm is at most ``bound``."""
     check_real(bound, "bound", low=0.0, low_open=True)
-    x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+    try:
+        x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"x (the vectors to release) must be an array of numbers: {exc}"
+                        ) from None
+    check_finite(x, "x (the vectors to release)")
     norms = np.linalg.norm(x, ord=ord, axis=1, keepdims=True)
     return x * np.minimum(1.0, bound / np.maximum(norms, 1e-300))
 
@@ -59,9 +64,17 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) ->
         return norm.cdf(a - b) - np.exp(epsilon + norm.logcdf(-a - b)) - delta
 
     lo, hi = 1e-6 * sensitivity, sensitivity
+    while excess(lo) <= 0:  # very large epsilon: sigma below 1e-6 sensitivity
+        if lo < 1e-150 * sensitivity:
+            raise ValueError(f"epsilon={epsilon} is too large to calibrate: sigma would be "
+                             f"below {lo:.3g} (float64 underflow)")
+        lo, hi = 1e-3 * lo, lo
     while excess(hi) > 0:
+        if hi > 1e150 * sensitivity:
+            raise ValueError(f"epsilon={epsilon}, delta={delta} need sigma above {hi:.3g}")
         hi *= 2.0
-    return float(brentq(excess, lo, hi, xtol=1e-12 * sensitivity, rtol=1e-12))
+    xtol = 1e-12 * min(sensitivity, 1e6 * lo)  # relative to sigma when sigma is tiny
+    return float(brentq(excess, lo, hi, xtol=xtol, rtol=1e-12))
 
 
 class GaussianMechanism:

@@ -37,17 +37,19 @@ import numpy as np
 
 from .._validation import (
     check_choice,
+    check_finite,
     check_int,
     check_points,
     check_random_state,
 )
-from .persistence import PERSISTENCE_METHODS, persistence_diagrams
+from .persistence import PERSISTENCE_METHODS, check_persistence_memory, persistence_diagrams
 
 __all__ = [
     "DESCRIPTOR_NAMES",
     "H1_GRIDS",
     "betti_curve",
     "canonical_subsample",
+    "check_diagram",
     "client_topology",
     "descriptor_from_diagrams",
     "persistence_entropy",
@@ -68,6 +70,35 @@ def _names(n_thresholds: int) -> list[str]:
 DESCRIPTOR_NAMES: list[str] = _names(20)
 
 
+def check_diagram(dgm, name: str = "dgm") -> np.ndarray:
+    """Return a persistence diagram as a float array of shape ``(n_pairs, 2)``.
+
+    Raises if it is not (birth, death) pairs, holds NaN or infinite values (the
+    diagrams here hold finite pairs only), or has a death before its birth.
+    """
+    try:
+        arr = np.asarray(dgm, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an array of (birth, death) pairs: {exc}") from None
+    if arr.size == 0:
+        return arr.reshape(0, 2)
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise ValueError(f"{name} must have shape (n_pairs, 2) of (birth, death), "
+                         f"got shape {arr.shape}")
+    check_finite(arr, name, hint=" (finite pairs only: drop the infinite H0 bar)")
+    if np.any(arr[:, 1] < arr[:, 0]):
+        raise ValueError(f"{name} has a pair that dies before it is born")
+    return arr
+
+
+def _check_diagrams(diagrams, name: str = "diagrams") -> list[np.ndarray]:
+    """``[H0, H1]`` (further dimensions are ignored), each checked."""
+    if isinstance(diagrams, np.ndarray) or len(diagrams) < 2:
+        raise ValueError(f"{name} must be a list [H0, H1] of diagrams, got "
+                         f"{type(diagrams).__name__} of length {len(diagrams)}")
+    return [check_diagram(d, f"{name}[{q}]") for q, d in enumerate(diagrams[:2])]
+
+
 def persistence_entropy(pers: np.ndarray) -> float:
     r"""Persistence entropy :math:`-\sum_i p_i \log p_i`.
 
@@ -75,7 +106,7 @@ def persistence_entropy(pers: np.ndarray) -> float:
 
     Returns 0 for an empty diagram or one of zero total persistence.
     """
-    pers = np.asarray(pers, dtype=np.float64)
+    pers = check_finite(np.asarray(pers, dtype=np.float64), "pers")
     pers = pers[pers > 0]
     total = pers.sum()
     if pers.size == 0 or total <= 0:
@@ -96,7 +127,7 @@ def betti_curve(dgm: np.ndarray, thresholds: np.ndarray, n_essential: int = 0) -
     n_essential : int
         Classes that never die (born at 0), added at every threshold.
     """
-    dgm = np.asarray(dgm, dtype=np.float64).reshape(-1, 2)
+    dgm = check_diagram(dgm)
     t = np.asarray(thresholds, dtype=np.float64)[:, None]
     alive = (dgm[:, 0][None, :] <= t) & (dgm[:, 1][None, :] > t)
     return alive.sum(axis=1).astype(np.float64) + n_essential
@@ -116,7 +147,7 @@ def descriptor_from_diagrams(
     """
     check_int(n_thresholds, "n_thresholds", low=2)
     check_choice(h1_grid, "h1_grid", H1_GRIDS)
-    h0, h1 = (np.asarray(d, dtype=np.float64).reshape(-1, 2) for d in diagrams[:2])
+    h0, h1 = _check_diagrams(diagrams)
     pers = [d[:, 1] - d[:, 0] for d in (h0, h1)]
     scalars = []
     scalars += [persistence_entropy(p) for p in pers]
@@ -142,17 +173,18 @@ def canonical_subsample(X: np.ndarray, n_sub: int, rng: np.random.Generator) -> 
     return order[ranks]
 
 
-def _checked_subsample(X, n_sub, strict, random_state) -> np.ndarray:
-    X = check_points(X, min_points=2)
-    if n_sub is None:
-        return X
-    check_int(n_sub, "n_sub", low=2)
-    if X.shape[0] < n_sub and strict:
-        raise ValueError(
-            f"X has {X.shape[0]} points, fewer than n_sub={n_sub}; pass strict=False to use "
-            "all points of small clients, or lower n_sub"
-        )
-    if X.shape[0] > n_sub:
+def _checked_subsample(X, n_sub, strict, random_state, method, name="X") -> np.ndarray:
+    X = check_points(X, name, min_points=2)
+    if n_sub is not None:
+        check_int(n_sub, "n_sub", low=2)
+        if X.shape[0] < n_sub and strict:
+            raise ValueError(
+                f"{name} has {X.shape[0]} points, fewer than n_sub={n_sub}; pass "
+                "strict=False to use all points of small clients, or lower n_sub"
+            )
+    m = X.shape[0] if n_sub is None else min(n_sub, X.shape[0])
+    check_persistence_memory(m, method, name)
+    if n_sub is not None and X.shape[0] > n_sub:
         X = X[canonical_subsample(X, n_sub, check_random_state(random_state))]
     return X
 
@@ -166,15 +198,17 @@ def client_topology(
     h1_grid: str = "own",
     strict: bool = True,
     random_state=None,
+    name: str = "X",
 ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
     """Descriptor, diagrams and subsample of one point cloud.
 
-    Same parameters as :func:`topological_descriptor`; returns
+    Same parameters as :func:`topological_descriptor`, plus ``name``: what the error
+    messages call ``X`` (e.g. ``"client 3"``). Returns
     ``(descriptor, [H0, H1], X_subsample)`` so callers that also need the diagrams
     (Wasserstein distances, feature augmentation) compute persistence once.
     """
     check_choice(method, "method", PERSISTENCE_METHODS)
-    Xs = _checked_subsample(X, n_sub, strict, random_state)
+    Xs = _checked_subsample(X, n_sub, strict, random_state, method, name)
     dgms = persistence_diagrams(Xs, method)
     return descriptor_from_diagrams(dgms, n_thresholds, h1_grid), dgms, Xs
 
@@ -188,6 +222,7 @@ def topological_descriptor(
     h1_grid: str = "own",
     strict: bool = True,
     random_state=None,
+    name: str = "X",
 ) -> np.ndarray:
     """The pTopoFL descriptor of one point cloud.
 
@@ -197,7 +232,10 @@ def topological_descriptor(
         The client's data (finite, at least 2 points).
     n_sub : int or None
         Number of points subsampled before persistence (paper: 80 for tabular
-        scenarios, 200 for deep models). ``None`` uses every point.
+        scenarios, 200 for deep models). ``None`` uses every point. A number of points
+        whose persistence would not fit in memory is refused before anything is
+        computed, with the largest safe ``n_sub``
+        (:func:`~topofl_lib.topology.persistence.check_persistence_memory`).
     n_thresholds : int
         Betti-curve resolution ``L`` (paper: 20). The vector has ``8 + 2 L`` entries.
     method : {"ripser", "triangle"}
@@ -209,6 +247,8 @@ def topological_descriptor(
         points are used when there are fewer than ``n_sub``.
     random_state : None, int or numpy.random.Generator
         Seeds the subsample.
+    name : str
+        What error messages call ``X`` (e.g. ``"client 3"``).
 
     Returns
     -------
@@ -216,5 +256,5 @@ def topological_descriptor(
     """
     return client_topology(
         X, n_sub, n_thresholds=n_thresholds, method=method, h1_grid=h1_grid,
-        strict=strict, random_state=random_state,
+        strict=strict, random_state=random_state, name=name,
     )[0]

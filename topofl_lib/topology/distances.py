@@ -18,6 +18,7 @@ import persim
 from scipy.spatial.distance import cdist
 
 from .._validation import check_choice, check_points
+from .descriptor import _check_diagrams
 
 __all__ = ["DISTANCES", "descriptor_distances", "diagram_distances", "normalise_descriptors"]
 
@@ -45,15 +46,12 @@ def diagram_distances(diagrams: list[list[np.ndarray]]) -> np.ndarray:
     diagrams : list of [H0, H1]
         Finite diagrams, one entry per client.
     """
-    K = len(diagrams)
+    checked = [_check_diagrams(d, f"diagrams[{k}]") for k, d in enumerate(diagrams)]
+    K = len(checked)
     D = np.zeros((K, K))
     for i in range(K):
         for j in range(i + 1, K):
-            d = sum(
-                persim.wasserstein(np.asarray(diagrams[i][q]).reshape(-1, 2),
-                                   np.asarray(diagrams[j][q]).reshape(-1, 2))
-                for q in (0, 1)
-            )
+            d = sum(persim.wasserstein(checked[i][q], checked[j][q]) for q in (0, 1))
             D[i, j] = D[j, i] = d
     return D
 

@@ -7,7 +7,13 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from .._validation import check_choice, check_int, check_points, check_random_state
+from .._validation import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_points,
+    check_random_state,
+)
 from .descriptor import H1_GRIDS, _names, topological_descriptor
 from .persistence import PERSISTENCE_METHODS
 
@@ -24,7 +30,8 @@ class TopologicalDescriptor(TransformerMixin, BaseEstimator):
     Parameters
     ----------
     n_sub : int or None, default=80
-        Points subsampled per cloud before persistence (``None``: all points).
+        Points subsampled per cloud before persistence (``None``: all points; a cloud
+        whose persistence would not fit in memory is refused with a safe ``n_sub``).
     n_thresholds : int, default=20
         Betti-curve resolution ``L``.
     method : {"ripser", "triangle"}, default="ripser"
@@ -70,6 +77,7 @@ class TopologicalDescriptor(TransformerMixin, BaseEstimator):
         check_int(self.n_thresholds, "n_thresholds", low=2)
         check_choice(self.method, "method", PERSISTENCE_METHODS)
         check_choice(self.h1_grid, "h1_grid", H1_GRIDS)
+        check_bool(self.strict, "strict")
         check_random_state(self.random_state)
 
     @staticmethod
@@ -112,8 +120,9 @@ class TopologicalDescriptor(TransformerMixin, BaseEstimator):
                 c, self.n_sub, n_thresholds=self.n_thresholds, method=self.method,
                 h1_grid=self.h1_grid, strict=self.strict,
                 random_state=shared if shared is not None else seed,
+                name=f"X[{i}] (client {i})",
             )
-            for c in clouds
+            for i, c in enumerate(clouds)
         ])
 
     def get_feature_names_out(self, input_features=None) -> np.ndarray:
