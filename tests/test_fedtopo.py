@@ -24,7 +24,7 @@ from topofl_lib.fedtopo import (
 )
 from topofl_lib.topology.cubical import cubical_pairs, gather_diagrams
 
-BACKENDS = ["gudhi"] + (["cripser"] if importlib.util.find_spec("cripser") else [])
+BACKENDS = ["numba", "gudhi"] + (["cripser"] if importlib.util.find_spec("cripser") else [])
 
 
 def _values(m, pairs):
@@ -80,12 +80,35 @@ def test_cubical_errors():
 
 
 # -- topological embedding --------------------------------------------------------------
+@pytest.mark.parametrize("backend", ["numba", "gudhi"])
 @pytest.mark.parametrize("normalize", ["none", "mass"])
-def test_te_gradient_matches_finite_differences(normalize):
+def test_te_gradient_matches_finite_differences(normalize, backend):
     a = torch.as_tensor(np.random.default_rng(2).normal(size=(2, 3, 6, 6)))
-    te = TopologicalEmbedding(resolution=4, normalize=normalize, backend="gudhi").fit(a)
+    te = TopologicalEmbedding(resolution=4, normalize=normalize, backend=backend).fit(a)
     a.requires_grad_(True)
     assert torch.autograd.gradcheck(te.embed, (a,), eps=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("weighting", ["none", "persistence"])
+def test_te_is_the_same_with_every_backend(weighting):
+    """The numba backend's TE equals the library backends' on float32 ReLU activations
+    (ties at zero: equal-valued pixels may differ, values may not), and so does its
+    gradient where no two pixels tie (at a tie it picks another, equally valid pixel)."""
+    rng = np.random.default_rng(5)
+    normal = rng.normal(size=(4, 3, 12, 12))
+    for maps, compare_grad in ((np.maximum(normal, 0), False), (normal, True)):
+        acts = torch.as_tensor(maps, dtype=torch.float32)
+        out = {}
+        for backend in BACKENDS:
+            te = TopologicalEmbedding(weighting=weighting, backend=backend).fit(acts)
+            a = acts.clone().requires_grad_(True)
+            t = te.embed(a)
+            (t * torch.arange(64.0)).sum().backward()
+            out[backend] = [te.birth_grid_, te.pers_grid_, t.detach().numpy()] + (
+                [a.grad.numpy()] if compare_grad else [])
+        for backend in BACKENDS[1:]:
+            for x, y in zip(out["numba"], out[backend], strict=True):
+                np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-7)
 
 
 def test_te_shape_and_invariances():
@@ -317,9 +340,16 @@ def test_block_table_merges_auc_and_accuracy():
     assert t.loc["conv2", "accuracy"] == pytest.approx(70.0)
 
 
-def test_auto_backend_by_map_size():
-    from topofl_lib.topology.cubical import resolve_backend
+def test_auto_backend_is_numba_else_by_map_size(monkeypatch):
+    from topofl_lib.topology import cubical
 
-    assert resolve_backend("auto", 8 * 8) == "gudhi"
-    assert resolve_backend("auto", 24 * 24) == ("cripser" if "cripser" in BACKENDS else "gudhi")
-    assert resolve_backend("gudhi", 24 * 24) == "gudhi"
+    assert cubical.resolve_backend("auto", 8 * 8) == "numba"
+    assert cubical.resolve_backend("gudhi", 24 * 24) == "gudhi"
+    real = importlib.util.find_spec
+    monkeypatch.setattr(cubical.importlib.util, "find_spec",
+                        lambda name: None if name == "numba" else real(name))
+    assert cubical.resolve_backend("auto", 8 * 8) == "gudhi"
+    assert cubical.resolve_backend("auto", 24 * 24) == (
+        "cripser" if "cripser" in BACKENDS else "gudhi")
+    with pytest.raises(ImportError, match="needs the numba package"):
+        cubical.resolve_backend("numba")

@@ -1,0 +1,235 @@
+r"""Exact cubical persistence of many small 2-D maps in one compiled call (numba).
+
+The V-construction (:mod:`topofl_lib.topology.cubical`): pixels are vertices, pixels
+that are 4-neighbours are joined by an edge, a 2x2 block of pixels spans a square,
+and a cell enters the sublevel filtration with the largest value of its pixels.
+
+* :math:`H_0`: the sublevel set's components are those of its pixels under
+  **4-connectivity** (a square adds no connection its edges do not already make). So
+  :math:`H_0` is a union-find over the pixels in increasing order; when a pixel joins
+  several components the oldest survives and each younger one dies there (the elder
+  rule): a pair (its first pixel, the joining pixel).
+* :math:`H_1` by Alexander duality: a hole of the sublevel set :math:`\{A \le t\}` is a
+  bounded component of its complement :math:`\{A > t\}`, and two pixels of the
+  complement are connected through the plane exactly when they are
+  **8-neighbours** (two diagonal pixels of a square whose other two pixels are in the
+  sublevel set touch inside the square, which is not filled). Pixels on the border
+  touch the unbounded outside. So :math:`H_1` is a union-find over the pixels in
+  *decreasing* order, with 8-connectivity and one extra node, the outside, joined to
+  every border pixel and older than every pixel: when a pixel joins several
+  components, each younger one dies there, and the hole is born at the joining
+  pixel's value and dies at the younger component's first (largest) pixel: a pair
+  (joining pixel, first pixel).
+
+The outside and each map's global minimum are the essential classes, and are not
+reported; neither are pairs of zero persistence (ties). The order is a total order
+of the pixels by value with ties broken by the flat index (:func:`pixel_order`), so
+the pairing is a deterministic function of the values, and the diagram, as a multiset
+of values, is that of gudhi and cripser (``tests/test_cubical.py`` checks it on
+thousands of maps, ties included).
+
+The kernel is compiled by numba on first use and cached on disk next to this module
+(``cache=True``); :func:`pairs_batch` is the whole computation for a batch.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = ["pairs_batch", "pixel_order"]
+
+_LOW32 = np.uint64(0xFFFFFFFF)
+
+
+def pixel_order(flat: np.ndarray) -> np.ndarray:
+    """Pixels of each map sorted by value, ties by flat index (a unique total order).
+
+    Parameters
+    ----------
+    flat : ndarray of shape (n_maps, n_pixels), float32 or float64
+
+    Returns
+    -------
+    ndarray of int32, same shape: ``order[m, r]`` is map ``m``'s ``r``-th pixel.
+
+    For float32 each value's bits are mapped to an unsigned integer with the same
+    order and packed with the pixel index into one ``uint64`` key; the keys are
+    distinct, so numpy's fast unstable sort has a unique answer on every machine. For
+    float64 a stable argsort gives the same order (slower). Either way ``-0.0`` and
+    ``0.0`` are equal values.
+    """
+    n, N = flat.shape
+    if flat.dtype == np.float32:
+        u = (flat + np.float32(0.0)).view(np.uint32)  # -0.0 + 0.0 is +0.0
+        neg = (u >> np.uint32(31)).astype(bool)
+        key = np.where(neg, ~u, u | np.uint32(0x80000000)).astype(np.uint64)
+        key <<= np.uint64(32)
+        key |= np.arange(N, dtype=np.uint64)
+        key.sort(axis=1)
+        return (key & _LOW32).astype(np.int32)
+    return np.argsort(flat, axis=1, kind="stable").astype(np.int32)
+
+
+# The 8 neighbours of a pixel, as bits 0..7 of a mask, at these (row, column) offsets;
+# neighbour k sees the pixel as its neighbour 7 - k.
+_DI = (-1, -1, -1, 0, 0, 1, 1, 1)
+_DJ = (-1, 0, 1, -1, 1, -1, 0, 1)
+
+
+def _representatives(conn: int) -> np.ndarray:
+    """For each set of already-filtered neighbours (a mask), one neighbour per group of
+    them that is connected within the neighbourhood (4- or 8-connectivity); for
+    4-connectivity only groups that touch the pixel (an edge-neighbour) count."""
+    table = np.zeros(256, np.uint8)
+    for mask in range(256):
+        cells = [k for k in range(8) if mask >> k & 1]
+        group = {k: k for k in cells}
+        for a in cells:
+            for b in cells:
+                di, dj = abs(_DI[a] - _DI[b]), abs(_DJ[a] - _DJ[b])
+                if (di + dj == 1) if conn == 4 else (max(di, dj) == 1):
+                    ga, gb = group[a], group[b]
+                    for k in cells:  # merge b's group into a's
+                        if group[k] == gb:
+                            group[k] = ga
+        touching = [k for k in cells if conn == 8 or abs(_DI[k]) + abs(_DJ[k]) == 1]
+        first = {}
+        for k in touching:
+            first.setdefault(group[k], k)
+        for k in first.values():
+            table[mask] |= 1 << k
+    return table
+
+
+_REP4, _REP8 = _representatives(4), _representatives(8)
+_LOWEST_BIT = np.array([0] + [(m & -m).bit_length() - 1 for m in range(1, 256)], np.uint8)
+
+
+@numba.njit(cache=True, nogil=True)
+def _find(parent, x):
+    while parent[x] != x:  # path halving
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+@numba.njit(cache=True, nogil=True)
+def _kernel(values, order, H, W, dims, out_map, out_pairs, rep4, rep8,
+            lowest_bit):  # pragma: no cover - compiled
+    # Pixels are named by their rank r in the increasing order, so a component's root
+    # (its first pixel) is its smallest rank in H0 and its largest in H1, and the elder
+    # rule is a min / max. The map is padded by one cell on each side whose rank is N:
+    # in the decreasing pass the padding is the outside, one node older than any pixel.
+    # ``seen[c]`` has bit k set when neighbour k of cell c is already in the filtration;
+    # neighbours connected to each other within the 3x3 neighbourhood are in the same
+    # component already, so one find per group (``rep4`` / ``rep8``) is enough.
+    n, N = values.shape
+    Wp = W + 2
+    Np = (H + 2) * Wp
+    pad = np.empty(N, np.int64)  # pixel -> padded cell
+    inside = np.zeros(Np, np.bool_)
+    for p in range(N):
+        pad[p] = (p // W + 1) * Wp + p % W + 1
+        inside[pad[p]] = True
+    off = np.empty(8, np.int64)
+    for k in range(8):
+        off[k] = _DI[k] * Wp + _DJ[k]
+    outside = np.zeros(Np, np.uint8)  # bits of the padding neighbours of each cell
+    for p in range(N):
+        for k in range(8):
+            if not inside[pad[p] + off[k]]:
+                outside[pad[p]] |= np.uint8(1 << k)
+    rk = np.full(Np, N, np.int64)  # padded cell -> rank
+    parent = np.empty(N + 1, np.int64)  # union-find over ranks
+    seen = np.empty(Np, np.uint8)
+    count = 0
+    for m in range(n):
+        v = values[m]
+        o = order[m]
+        for r in range(N):
+            rk[pad[o[r]]] = r
+        if dims[0]:  # H0: increasing order, 4-connectivity
+            seen[:] = 0
+            for r in range(N):
+                p = o[r]
+                c = pad[p]
+                parent[r] = r
+                cur = r
+                bits = rep4[seen[c]]
+                for k in range(8):
+                    seen[c + off[k]] |= np.uint8(1 << (7 - k))
+                while bits:
+                    k = lowest_bit[bits]
+                    bits &= bits - 1
+                    rs = _find(parent, rk[c + off[k]])
+                    if rs == cur:
+                        continue
+                    old, young = min(rs, cur), max(rs, cur)
+                    parent[young] = old
+                    cur = old
+                    if young != r and v[p] > v[o[young]]:
+                        out_map[count] = m
+                        out_pairs[count, 0] = 0
+                        out_pairs[count, 1] = o[young]
+                        out_pairs[count, 2] = p
+                        count += 1
+        if dims[1]:  # H1: decreasing order, 8-connectivity and the outside (rank N)
+            seen[:] = outside
+            parent[N] = N
+            for r in range(N - 1, -1, -1):
+                p = o[r]
+                c = pad[p]
+                parent[r] = r
+                cur = r
+                bits = rep8[seen[c]]
+                for k in range(8):
+                    seen[c + off[k]] |= np.uint8(1 << (7 - k))
+                while bits:
+                    k = lowest_bit[bits]
+                    bits &= bits - 1
+                    rs = _find(parent, rk[c + off[k]])
+                    if rs == cur:
+                        continue
+                    old, young = max(rs, cur), min(rs, cur)
+                    parent[young] = old
+                    cur = old
+                    if young != r and v[o[young]] > v[p]:
+                        out_map[count] = m
+                        out_pairs[count, 0] = 1
+                        out_pairs[count, 1] = p
+                        out_pairs[count, 2] = o[young]
+                        count += 1
+    return count
+
+
+def pairs_batch(maps: np.ndarray, dims=(0, 1), order: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Finite persistence pairs of every map of a batch, as pixel indices.
+
+    Parameters
+    ----------
+    maps : ndarray of shape (n_maps, H, W), float32 or float64, finite
+        Not validated here (:func:`~topofl_lib.topology.cubical.cubical_pairs` does).
+    dims : tuple of int
+        Homology degrees to compute, a subset of ``(0, 1)``.
+    order : ndarray or None
+        :func:`pixel_order` of the flattened maps, if already computed.
+
+    Returns
+    -------
+    map_index : ndarray of int64, shape (n_pairs,)
+        The map of each pair; pairs are grouped by map, in increasing map order.
+    pairs : ndarray of int64, shape (n_pairs, 3)
+        Rows ``(dim, birth_pixel, death_pixel)``, pixels as C-order flat indices.
+    """
+    n, H, W = maps.shape
+    flat = np.ascontiguousarray(maps.reshape(n, H * W))
+    if order is None:
+        order = pixel_order(flat)
+    want = np.array([0 in dims, 1 in dims], dtype=np.bool_)
+    out_map = np.empty(n * H * W, np.int64)
+    out_pairs = np.empty((n * H * W, 3), np.int64)
+    count = _kernel(flat, order, H, W, want, out_map, out_pairs, _REP4, _REP8,
+                    _LOWEST_BIT)
+    return out_map[:count].copy(), out_pairs[:count].copy()
