@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import gudhi
 import numpy as np
@@ -294,6 +298,29 @@ def test_fedtopo_is_deterministic(digits_skew):
     b = _fedtopo().fit(digits_skew)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_array_equal(a.tal_log_, b.tal_log_)
+
+
+def _fedtopo_digest() -> str:
+    """SHA-256 of the models and TAL logs of FedTopo aligning conv1 and aligning conv2."""
+    scenario = make_image_scenario("digits", "L", 3, param=0.5, n_train=600, random_state=0)
+    h = hashlib.sha256()
+    for block in ("conv1", "conv2"):
+        est = _fedtopo(block=block).fit(scenario)
+        h.update(est.coef_.tobytes())
+        h.update(est.tal_log_.tobytes())
+        h.update(np.asarray(est.history_["accuracy"]).tobytes())
+    return h.hexdigest()
+
+
+def test_fedtopo_is_bit_identical_across_processes():
+    """Issue 15: a seed fixes every bit of a FedTopo run, both blocks, in this process and
+    in a fresh one (the default backend's pairing depends on the values only)."""
+    code = ("import sys; sys.path.insert(0, 'tests'); import test_fedtopo; "
+            "print(test_fedtopo._fedtopo_digest())")
+    root = Path(__file__).resolve().parent.parent
+    fresh = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                           text=True, check=True).stdout.split()[-1]
+    assert _fedtopo_digest() == fresh
 
 
 def test_fedtopo_errors(digits_skew):

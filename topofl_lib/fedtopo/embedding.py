@@ -31,9 +31,14 @@ Choices where the paper is silent (documented, and options where cheap):
 * Essential classes are dropped (:mod:`topofl_lib.topology.cubical`).
 
 Gradients: the diagram's values are gathered from the activation tensor at the pixels
-that create and kill each pair (:func:`~topofl_lib.topology.cubical.gather_diagrams`),
-so ``embed`` is differentiable with respect to the activations and, through them, the
-network weights.
+that create and kill each pair (:func:`~topofl_lib.topology.cubical.gather_values`, one
+``index_select``), so ``embed`` is differentiable with respect to the activations and,
+through them, the network weights. The pairs themselves carry no gradient: they are
+computed once per call, on the detached values, for all maps of the batch at once
+(:func:`~topofl_lib.topology.cubical.batch_pairs`; the default numba backend is one
+compiled call), and the persistence images of all maps are one batched matrix product.
+Where a map has ties the pairs are those of the pixel order (value, then flat index), so
+the TE and its gradient are a deterministic function of the activations.
 """
 
 from __future__ import annotations
