@@ -45,7 +45,7 @@ CUBICAL_BACKENDS = ("auto", "numba", "cripser", "gudhi")
 #: Without numba, ``"auto"`` uses cripser for maps with at least this many pixels.
 AUTO_CRIPSER_PIXELS = 256
 
-_EXTRA = {"numba": "all", "cripser": "fast", "gudhi": "all"}
+_INSTALL = {"cripser": "pip install -e .[fast]"}  # numba and gudhi: dependencies
 
 
 def resolve_backend(backend: str, n_pixels: int | None = None) -> str:
@@ -63,8 +63,8 @@ def resolve_backend(backend: str, n_pixels: int | None = None) -> str:
         has_cripser = importlib.util.find_spec("cripser") is not None
         return "cripser" if big and has_cripser else "gudhi"
     if importlib.util.find_spec(backend) is None:
-        raise ImportError(f"backend={backend!r} needs the {backend} package: "
-                          f"pip install {backend}  (or pip install -e .[{_EXTRA[backend]}])")
+        raise ImportError(f"backend={backend!r} needs the {backend} package: pip install "
+                          f"{backend}  (or {_INSTALL.get(backend, 'pip install -e .')})")
     return backend
 
 
@@ -163,7 +163,7 @@ def cubical_pairs(maps, backend: str = "auto") -> list[np.ndarray]:
     """
     map_index, pairs = batch_pairs(maps, backend)
     n = np.shape(maps)[0]
-    return np.split(pairs, np.searchsorted(map_index, np.arange(1, n)))
+    return np.split(pairs, np.searchsorted(map_index, np.arange(1, n))) if n else []
 
 
 def gather_values(flat_maps, map_index: np.ndarray, pairs: np.ndarray):

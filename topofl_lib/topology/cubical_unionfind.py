@@ -28,8 +28,12 @@ the pairing is a deterministic function of the values, and the diagram, as a mul
 of values, is that of gudhi and cripser (``tests/test_cubical.py`` checks it on
 thousands of maps, ties included).
 
-The kernel is compiled by numba on first use and cached on disk next to this module
-(``cache=True``); :func:`pairs_batch` is the whole computation for a batch.
+Speed: one compiled call for the whole batch (no per-map overhead); each pass visits a
+pixel once, and finds the root of one neighbour per group of already-filtered
+neighbours that touch each other (a table lookup on the 8-bit mask of those
+neighbours), so a pixel usually costs one find. The kernel is compiled by numba on
+first use and cached on disk next to this module (``cache=True``); :func:`pairs_batch`
+is the whole computation for a batch.
 """
 
 from __future__ import annotations
@@ -115,15 +119,51 @@ def _find(parent, x):
 
 
 @numba.njit(cache=True, nogil=True)
+def _sweep(m, v, seq, pad, rk, parent, seen, rep, lowest_bit, off, dim, out_map, out_pairs,
+           count):  # pragma: no cover - compiled
+    # One union-find pass over the pixels in the order ``seq``. A pixel is named by its
+    # position r = 1, 2, ... in ``seq`` (``rk[cell]``; the outside, if reachable, is 0),
+    # so a component's root is its first pixel, its smallest r, and the elder rule is a
+    # min. ``seen[c]`` has bit k set once neighbour k of cell c is in the filtration;
+    # neighbours connected within the 3x3 neighbourhood are one component already, so
+    # one find per group (``rep``) is enough. Returns the new number of pairs.
+    for i in range(seq.size):
+        p = seq[i]
+        c = pad[p]
+        r = i + 1
+        parent[r] = r
+        cur = r
+        bits = rep[seen[c]]
+        for k in range(8):
+            seen[c + off[k]] |= np.uint8(1 << (7 - k))
+        while bits:
+            k = lowest_bit[bits]
+            bits &= bits - 1
+            rs = _find(parent, rk[c + off[k]])
+            if rs == cur:
+                continue
+            old, young = min(rs, cur), max(rs, cur)
+            parent[young] = old
+            cur = old
+            if young != r:  # the younger component dies at p
+                q = seq[young - 1]
+                lo, hi = (q, p) if dim == 0 else (p, q)
+                if v[hi] > v[lo]:
+                    out_map[count] = m
+                    out_pairs[count, 0] = dim
+                    out_pairs[count, 1] = lo
+                    out_pairs[count, 2] = hi
+                    count += 1
+    return count
+
+
+@numba.njit(cache=True, nogil=True)
 def _kernel(values, order, H, W, dims, out_map, out_pairs, rep4, rep8,
             lowest_bit):  # pragma: no cover - compiled
-    # Pixels are named by their rank r in the increasing order, so a component's root
-    # (its first pixel) is its smallest rank in H0 and its largest in H1, and the elder
-    # rule is a min / max. The map is padded by one cell on each side whose rank is N:
-    # in the decreasing pass the padding is the outside, one node older than any pixel.
-    # ``seen[c]`` has bit k set when neighbour k of cell c is already in the filtration;
-    # neighbours connected to each other within the 3x3 neighbourhood are in the same
-    # component already, so one find per group (``rep4`` / ``rep8``) is enough.
+    # H0: the pixels in increasing order, 4-connectivity. H1: in decreasing order,
+    # 8-connectivity and the outside. The map is padded by one cell on each side: the
+    # padding never enters H0, and in H1 it is the outside (rank 0, older than any pixel,
+    # a neighbour of every border pixel from the start), so no neighbour needs a check.
     n, N = values.shape
     Wp = W + 2
     Np = (H + 2) * Wp
@@ -140,66 +180,25 @@ def _kernel(values, order, H, W, dims, out_map, out_pairs, rep4, rep8,
         for k in range(8):
             if not inside[pad[p] + off[k]]:
                 outside[pad[p]] |= np.uint8(1 << k)
-    rk = np.full(Np, N, np.int64)  # padded cell -> rank
-    parent = np.empty(N + 1, np.int64)  # union-find over ranks
+    rk = np.zeros(Np, np.int64)  # padded cell -> position in the pass (padding: 0)
+    parent = np.zeros(N + 1, np.int64)  # union-find over positions; 0 is the outside
     seen = np.empty(Np, np.uint8)
+    seq = np.empty(N, order.dtype)
     count = 0
     for m in range(n):
         v = values[m]
-        o = order[m]
-        for r in range(N):
-            rk[pad[o[r]]] = r
-        if dims[0]:  # H0: increasing order, 4-connectivity
-            seen[:] = 0
+        for dim in range(2):
+            if not dims[dim]:
+                continue
             for r in range(N):
-                p = o[r]
-                c = pad[p]
-                parent[r] = r
-                cur = r
-                bits = rep4[seen[c]]
-                for k in range(8):
-                    seen[c + off[k]] |= np.uint8(1 << (7 - k))
-                while bits:
-                    k = lowest_bit[bits]
-                    bits &= bits - 1
-                    rs = _find(parent, rk[c + off[k]])
-                    if rs == cur:
-                        continue
-                    old, young = min(rs, cur), max(rs, cur)
-                    parent[young] = old
-                    cur = old
-                    if young != r and v[p] > v[o[young]]:
-                        out_map[count] = m
-                        out_pairs[count, 0] = 0
-                        out_pairs[count, 1] = o[young]
-                        out_pairs[count, 2] = p
-                        count += 1
-        if dims[1]:  # H1: decreasing order, 8-connectivity and the outside (rank N)
-            seen[:] = outside
-            parent[N] = N
-            for r in range(N - 1, -1, -1):
-                p = o[r]
-                c = pad[p]
-                parent[r] = r
-                cur = r
-                bits = rep8[seen[c]]
-                for k in range(8):
-                    seen[c + off[k]] |= np.uint8(1 << (7 - k))
-                while bits:
-                    k = lowest_bit[bits]
-                    bits &= bits - 1
-                    rs = _find(parent, rk[c + off[k]])
-                    if rs == cur:
-                        continue
-                    old, young = max(rs, cur), min(rs, cur)
-                    parent[young] = old
-                    cur = old
-                    if young != r and v[o[young]] > v[p]:
-                        out_map[count] = m
-                        out_pairs[count, 0] = 1
-                        out_pairs[count, 1] = p
-                        out_pairs[count, 2] = o[young]
-                        count += 1
+                seq[r] = order[m, r if dim == 0 else N - 1 - r]
+                rk[pad[seq[r]]] = r + 1
+            if dim == 0:
+                seen[:] = 0
+            else:
+                seen[:] = outside
+            count = _sweep(m, v, seq, pad, rk, parent, seen, rep4 if dim == 0 else rep8,
+                           lowest_bit, off, dim, out_map, out_pairs, count)
     return count
 
 
@@ -210,7 +209,7 @@ def pairs_batch(maps: np.ndarray, dims=(0, 1), order: np.ndarray | None = None
     Parameters
     ----------
     maps : ndarray of shape (n_maps, H, W), float32 or float64, finite
-        Not validated here (:func:`~topofl_lib.topology.cubical.cubical_pairs` does).
+        Not validated here (:func:`~topofl_lib.topology.cubical.batch_pairs` does).
     dims : tuple of int
         Homology degrees to compute, a subset of ``(0, 1)``.
     order : ndarray or None
