@@ -147,3 +147,13 @@ def test_parallel_needs_picklable_scenarios():
         run_comparison(lambda seed: None, seeds=[0], methods=["FedAvg"], n_workers=2)
     with pytest.raises(ValueError, match="n_workers"):
         run_comparison("healthcare", seeds=[0], methods=["FedAvg"], n_workers=0)
+
+
+def test_models_asked_later_are_computed(tmp_path, monkeypatch):
+    run_comparison("healthcare", cache_dir=tmp_path, **TINY)
+    counting = _Counting()
+    monkeypatch.setattr(experiments, "make_method", counting)
+    res = run_comparison("healthcare", cache_dir=tmp_path, keep_models=True, **TINY)
+    assert counting.calls == 4 and all(m is not None for m in res.models.values())
+    run_comparison("healthcare", cache_dir=tmp_path, keep_models=True, **TINY)
+    assert counting.calls == 4

@@ -128,7 +128,8 @@ def run_comparison(
     keep_models : bool
         Keep the fitted estimators in the result.
     progress : bool
-        Show a tqdm progress bar (runs done / all runs, runs left, time left).
+        Show a tqdm progress bar: runs done / all runs, the time left (estimated from
+        the runs computed in this call), runs left, and runs reused from ``cache_dir``.
     variants : dict, optional
         ``{label: (method name, params)}``; replaces ``methods`` and ``method_params``
         (ablations: several configurations of one method). The ``method`` column of the
@@ -168,6 +169,7 @@ def run_comparison(
 
     # plan: every (seed, run), its key, and whether it is stored already
     records, todo, built = {}, [], None
+    env = environment() if cache is not None else None
     for seed in seeds:
         if cache is None:
             todo += [(seed, i, None) for i in range(len(runs))]
@@ -175,22 +177,24 @@ def run_comparison(
         built = (seed, _build_scenario(scenario, scenario_params, seed))
         scen_key = fingerprint(_scenario_label(scenario, built[1]), built[1])
         for i, (_, method, extra) in enumerate(runs):
-            key = fingerprint(environment(), scen_key, method, extra, n_rounds, seed)
-            if key in cache:
-                records[(seed, i)] = cache.load(key)
-            else:
+            key = fingerprint(env, scen_key, method, extra, n_rounds, seed)
+            record = cache.load(key) if key in cache else None
+            if record is not None and not (keep_models and record.get("model") is None):
+                records[(seed, i)] = record
+            else:  # not stored, or stored without the model asked for now
                 todo.append((seed, i, key))
     total = len(seeds) * len(runs)
     bar = tqdm(total=total, initial=len(records), desc=f"{label}", unit="run",
                disable=not progress)
-    bar.set_postfix(left=total - len(records), stored=len(records))
+    reused = len(records)
+    bar.set_postfix(left=total - reused, reused=reused)
 
     def finish(seed, i, key, record):
         if cache is not None:
             cache.store(key, record)
         records[(seed, i)] = record
         bar.update()
-        bar.set_postfix(left=total - len(records), stored=len(records) if cache else 0)
+        bar.set_postfix(left=total - len(records), reused=reused)
 
     slim = cache is not None or n_workers > 1
     try:
