@@ -25,6 +25,7 @@ from topofl_lib.fedtopo import (
     TopologyGuidedBlockScreening,
     calibrate_loss_range,
     imbalance_floor,
+    persistence_image,
 )
 from topofl_lib.topology.cubical import cubical_pairs, gather_diagrams
 
@@ -113,6 +114,26 @@ def test_te_is_the_same_with_every_backend(weighting):
         for backend in BACKENDS[1:]:
             for x, y in zip(out["numba"], out[backend], strict=True):
                 np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("weighting", ["none", "persistence"])
+def test_persistence_image_is_eq2(weighting):
+    """All images of a batch at once equal Eq. 2 summed point by point (maps may have no
+    points, and points need not be grouped by map)."""
+    rng = np.random.default_rng(6)
+    mi = rng.permutation(np.repeat([0, 2, 3], [5, 1, 7]))
+    birth, pers = rng.normal(size=mi.size), rng.uniform(0.1, 2.0, size=mi.size)
+    gb, gp, sigma = np.linspace(-2, 2, 4), np.linspace(0, 2.5, 4), 0.7
+    got = persistence_image(torch.as_tensor(mi), torch.as_tensor(birth), torch.as_tensor(pers),
+                            4, torch.as_tensor(gb), torch.as_tensor(gp), sigma, weighting,
+                            pers_scale=2.0).numpy()
+    want = np.zeros((4, 4, 4))
+    for m, b, p in zip(mi, birth, pers, strict=True):
+        w = p / 2.0 if weighting == "persistence" else 1.0
+        for i in range(4):
+            for j in range(4):
+                want[m, i, j] += w * np.exp(-((gb[j] - b) ** 2 + (gp[i] - p) ** 2) / (2 * sigma**2))
+    np.testing.assert_allclose(got, want.reshape(4, 16), rtol=1e-12, atol=0)
 
 
 def test_te_shape_and_invariances():
