@@ -36,7 +36,7 @@ import torch
 from topofl_lib.deep import load_image_dataset, make_model
 from topofl_lib.fedtopo import TopologicalEmbedding
 from topofl_lib.topology.cubical import batch_pairs, gather_values, resolve_backend
-from topofl_lib.topology.cubical_unionfind import pairs_batch, pixel_order
+from topofl_lib.topology.cubical_unionfind import pairs_batch, sorted_keys
 
 torch.set_num_threads(1)
 REPEATS = 21
@@ -88,8 +88,8 @@ def breakdown(net, x, block: str, te: TopologicalEmbedding, target) -> dict[str,
         acts = net.block_output(x, block)
     n, C, H, W = acts.shape
     maps = acts.reshape(n * C, H, W).numpy()
-    order = pixel_order(maps.reshape(n * C, H * W))
-    map_index, pairs = pairs_batch(maps, order=order)
+    keys = sorted_keys(maps.reshape(n * C, H * W))
+    map_index, pairs = pairs_batch(maps, keys=keys)
     leaf = acts.clone().requires_grad_(True)
     flat = leaf.reshape(n * C, H * W)
     mi = torch.from_numpy(map_index)
@@ -109,9 +109,9 @@ def breakdown(net, x, block: str, te: TopologicalEmbedding, target) -> dict[str,
     fwd = median_time(images)
     return {
         "block forward + backward (conv)": median_time(block_step),
-        "sort pixels (pixel_order)": median_time(
-            lambda: pixel_order(maps.reshape(n * C, H * W))),
-        "union-find (H0 + H1)": median_time(lambda: pairs_batch(maps, order=order)),
+        "sort pixels (sorted_keys)": median_time(
+            lambda: sorted_keys(maps.reshape(n * C, H * W))),
+        "union-find (H0 + H1)": median_time(lambda: pairs_batch(maps, keys=keys)),
         "gather values": median_time(lambda: gather_values(flat, map_index, pairs)),
         "persistence images + loss (forward)": fwd,
         "autograd backward (TE part)": median_time(images_and_backward) - fwd,

@@ -23,7 +23,7 @@ and a cell enters the sublevel filtration with the largest value of its pixels.
 
 The outside and each map's global minimum are the essential classes, and are not
 reported; neither are pairs of zero persistence (ties). The order is a total order
-of the pixels by value with ties broken by the flat index (:func:`pixel_order`), so
+of the pixels by value with ties broken by the flat index (:func:`sorted_keys`), so
 the pairing is a deterministic function of the values, and the diagram, as a multiset
 of values, is that of gudhi and cripser (``tests/test_cubical.py`` checks it on
 thousands of maps, ties included).
@@ -41,38 +41,48 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["pairs_batch", "pixel_order"]
+__all__ = ["pairs_batch", "pixel_order", "sorted_keys"]
 
-_LOW32 = np.uint64(0xFFFFFFFF)
+@numba.njit(cache=True, nogil=True)
+def _float32_keys(flat):  # pragma: no cover - compiled
+    # The bits of a float32, mapped to a uint32 with the same order (-0.0 as 0.0), in the
+    # high half of a uint64 whose low half is the pixel index.
+    n, N = flat.shape
+    bits = flat.view(np.uint32)
+    keys = np.empty((n, N), np.uint64)
+    for m in range(n):
+        for j in range(N):
+            b = bits[m, j]
+            if b == 0x80000000:
+                b = 0
+            b ^= 0xFFFFFFFF if b >> 31 else 0x80000000
+            keys[m, j] = (np.uint64(b) << np.uint64(32)) | np.uint64(j)
+    return keys
 
 
-def pixel_order(flat: np.ndarray) -> np.ndarray:
-    """Pixels of each map sorted by value, ties by flat index (a unique total order).
+def sorted_keys(flat: np.ndarray) -> np.ndarray:
+    """Each map's pixels in increasing order of (value, flat index), as ``uint64`` keys
+    whose low 32 bits are the pixel index.
 
     Parameters
     ----------
-    flat : ndarray of shape (n_maps, n_pixels), float32 or float64
+    flat : ndarray of shape (n_maps, n_pixels), float32 or float64, C-contiguous
 
-    Returns
-    -------
-    ndarray of int32, same shape: ``order[m, r]`` is map ``m``'s ``r``-th pixel.
-
-    For float32 each value's bits are mapped to an unsigned integer with the same
-    order and packed with the pixel index into one ``uint64`` key; the keys are
-    distinct, so numpy's fast unstable sort has a unique answer on every machine. For
-    float64 a stable argsort gives the same order (slower). Either way ``-0.0`` and
-    ``0.0`` are equal values.
+    For float32 the high 32 bits hold the value's bits mapped to an unsigned integer of
+    the same order, so the keys are distinct and numpy's fast unstable sort has a unique
+    answer on every machine; for float64 a stable argsort gives the same order (slower).
+    Either way ``-0.0`` and ``0.0`` are the same value.
     """
-    n, N = flat.shape
     if flat.dtype == np.float32:
-        u = (flat + np.float32(0.0)).view(np.uint32)  # -0.0 + 0.0 is +0.0
-        neg = (u >> np.uint32(31)).astype(bool)
-        key = np.where(neg, ~u, u | np.uint32(0x80000000)).astype(np.uint64)
-        key <<= np.uint64(32)
-        key |= np.arange(N, dtype=np.uint64)
-        key.sort(axis=1)
-        return (key & _LOW32).astype(np.int32)
-    return np.argsort(flat, axis=1, kind="stable").astype(np.int32)
+        keys = _float32_keys(np.ascontiguousarray(flat))
+        keys.sort(axis=1)
+        return keys
+    return np.argsort(flat + 0.0, axis=1, kind="stable").astype(np.uint64)
+
+
+def pixel_order(flat: np.ndarray) -> np.ndarray:
+    """``order[m, r]``: map ``m``'s ``r``-th pixel by (value, flat index), int32."""
+    return (sorted_keys(flat) & np.uint64(0xFFFFFFFF)).astype(np.int32)
 
 
 # The 8 neighbours of a pixel, as bits 0..7 of a mask, at these (row, column) offsets;
@@ -158,7 +168,7 @@ def _sweep(m, v, seq, pad, rk, parent, seen, rep, lowest_bit, off, dim, out_map,
 
 
 @numba.njit(cache=True, nogil=True)
-def _kernel(values, order, H, W, dims, out_map, out_pairs, rep4, rep8,
+def _kernel(values, keys, H, W, dims, out_map, out_pairs, rep4, rep8,
             lowest_bit):  # pragma: no cover - compiled
     # H0: the pixels in increasing order, 4-connectivity. H1: in decreasing order,
     # 8-connectivity and the outside. The map is padded by one cell on each side: the
@@ -183,7 +193,7 @@ def _kernel(values, order, H, W, dims, out_map, out_pairs, rep4, rep8,
     rk = np.zeros(Np, np.int64)  # padded cell -> position in the pass (padding: 0)
     parent = np.zeros(N + 1, np.int64)  # union-find over positions; 0 is the outside
     seen = np.empty(Np, np.uint8)
-    seq = np.empty(N, order.dtype)
+    seq = np.empty(N, np.int64)
     count = 0
     for m in range(n):
         v = values[m]
@@ -191,7 +201,7 @@ def _kernel(values, order, H, W, dims, out_map, out_pairs, rep4, rep8,
             if not dims[dim]:
                 continue
             for r in range(N):
-                seq[r] = order[m, r if dim == 0 else N - 1 - r]
+                seq[r] = keys[m, r if dim == 0 else N - 1 - r] & 0xFFFFFFFF
                 rk[pad[seq[r]]] = r + 1
             if dim == 0:
                 seen[:] = 0
@@ -202,7 +212,7 @@ def _kernel(values, order, H, W, dims, out_map, out_pairs, rep4, rep8,
     return count
 
 
-def pairs_batch(maps: np.ndarray, dims=(0, 1), order: np.ndarray | None = None
+def pairs_batch(maps: np.ndarray, dims=(0, 1), keys: np.ndarray | None = None
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Finite persistence pairs of every map of a batch, as pixel indices.
 
@@ -212,8 +222,8 @@ def pairs_batch(maps: np.ndarray, dims=(0, 1), order: np.ndarray | None = None
         Not validated here (:func:`~topofl_lib.topology.cubical.batch_pairs` does).
     dims : tuple of int
         Homology degrees to compute, a subset of ``(0, 1)``.
-    order : ndarray or None
-        :func:`pixel_order` of the flattened maps, if already computed.
+    keys : ndarray or None
+        :func:`sorted_keys` of the flattened maps, if already computed.
 
     Returns
     -------
@@ -224,11 +234,10 @@ def pairs_batch(maps: np.ndarray, dims=(0, 1), order: np.ndarray | None = None
     """
     n, H, W = maps.shape
     flat = np.ascontiguousarray(maps.reshape(n, H * W))
-    if order is None:
-        order = pixel_order(flat)
+    if keys is None:
+        keys = sorted_keys(flat)
     want = np.array([0 in dims, 1 in dims], dtype=np.bool_)
     out_map = np.empty(n * H * W, np.int64)
     out_pairs = np.empty((n * H * W, 3), np.int64)
-    count = _kernel(flat, order, H, W, want, out_map, out_pairs, _REP4, _REP8,
-                    _LOWEST_BIT)
+    count = _kernel(flat, keys, H, W, want, out_map, out_pairs, _REP4, _REP8, _LOWEST_BIT)
     return out_map[:count].copy(), out_pairs[:count].copy()
