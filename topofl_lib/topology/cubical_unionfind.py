@@ -129,17 +129,17 @@ def _find(parent, x):
 
 
 @numba.njit(cache=True, nogil=True)
-def _sweep(m, v, seq, pad, rk, parent, seen, rep, lowest_bit, off, dim, out_map, out_pairs,
+def _sweep(m, v, seq, cells, rk, parent, seen, rep, lowest_bit, off, dim, out_map, out_pairs,
            count):  # pragma: no cover - compiled
-    # One union-find pass over the pixels in the order ``seq``. A pixel is named by its
-    # position r = 1, 2, ... in ``seq`` (``rk[cell]``; the outside, if reachable, is 0),
-    # so a component's root is its first pixel, its smallest r, and the elder rule is a
-    # min. ``seen[c]`` has bit k set once neighbour k of cell c is in the filtration;
-    # neighbours connected within the 3x3 neighbourhood are one component already, so
-    # one find per group (``rep``) is enough. Returns the new number of pairs.
+    # One union-find pass over the pixels in the order ``seq`` (padded cells ``cells``).
+    # A pixel is named by its position r = 1, 2, ... in ``seq`` (``rk[cell]``; the
+    # outside, if reachable, is 0), so a component's root is its first pixel, its
+    # smallest r, and the elder rule is a min. ``seen[c]`` has bit k set once neighbour
+    # k of cell c is in the filtration; neighbours connected within the 3x3
+    # neighbourhood are one component already, so one find per group (``rep``) is
+    # enough. Returns the new number of pairs.
     for i in range(seq.size):
-        p = seq[i]
-        c = pad[p]
+        c = cells[i]
         r = i + 1
         parent[r] = r
         cur = r
@@ -155,7 +155,8 @@ def _sweep(m, v, seq, pad, rk, parent, seen, rep, lowest_bit, off, dim, out_map,
             old, young = min(rs, cur), max(rs, cur)
             parent[young] = old
             cur = old
-            if young != r:  # the younger component dies at p
+            if young != r:  # the younger component dies at this pixel
+                p = seq[i]
                 q = seq[young - 1]
                 lo, hi = (q, p) if dim == 0 else (p, q)
                 if v[hi] > v[lo]:
@@ -193,7 +194,8 @@ def _kernel(values, keys, H, W, dims, out_map, out_pairs, rep4, rep8,
     rk = np.zeros(Np, np.int64)  # padded cell -> position in the pass (padding: 0)
     parent = np.zeros(N + 1, np.int64)  # union-find over positions; 0 is the outside
     seen = np.empty(Np, np.uint8)
-    seq = np.empty(N, np.int64)
+    seq = np.empty(N, np.int64)  # the pixels in the pass's order
+    cells = np.empty(N, np.int64)  # and their padded cells
     count = 0
     for m in range(n):
         v = values[m]
@@ -202,12 +204,13 @@ def _kernel(values, keys, H, W, dims, out_map, out_pairs, rep4, rep8,
                 continue
             for r in range(N):
                 seq[r] = keys[m, r if dim == 0 else N - 1 - r] & 0xFFFFFFFF
-                rk[pad[seq[r]]] = r + 1
+                cells[r] = pad[seq[r]]
+                rk[cells[r]] = r + 1
             if dim == 0:
                 seen[:] = 0
             else:
                 seen[:] = outside
-            count = _sweep(m, v, seq, pad, rk, parent, seen, rep4 if dim == 0 else rep8,
+            count = _sweep(m, v, seq, cells, rk, parent, seen, rep4 if dim == 0 else rep8,
                            lowest_bit, off, dim, out_map, out_pairs, count)
     return count
 
