@@ -141,12 +141,17 @@ def _sweep(m, v, seq, cells, rk, parent, seen, rep, lowest_bit, off, dim, out_ma
     for i in range(seq.size):
         c = cells[i]
         r = i + 1
-        parent[r] = r
-        cur = r
         bits = rep[seen[c]]
         for k in range(8):
             seen[c + off[k]] |= np.uint8(1 << (7 - k))
-        while bits:
+        if bits == 0:  # no filtered neighbour: a new component
+            parent[r] = r
+            continue
+        k = lowest_bit[bits]  # the first group's root is older: the pixel joins it
+        bits &= bits - 1
+        cur = _find(parent, rk[c + off[k]])
+        parent[r] = cur
+        while bits:  # each further group: the elder survives, the younger dies here
             k = lowest_bit[bits]
             bits &= bits - 1
             rs = _find(parent, rk[c + off[k]])
@@ -155,16 +160,15 @@ def _sweep(m, v, seq, cells, rk, parent, seen, rep, lowest_bit, off, dim, out_ma
             old, young = min(rs, cur), max(rs, cur)
             parent[young] = old
             cur = old
-            if young != r:  # the younger component dies at this pixel
-                p = seq[i]
-                q = seq[young - 1]
-                lo, hi = (q, p) if dim == 0 else (p, q)
-                if v[hi] > v[lo]:
-                    out_map[count] = m
-                    out_pairs[count, 0] = dim
-                    out_pairs[count, 1] = lo
-                    out_pairs[count, 2] = hi
-                    count += 1
+            p = seq[i]  # the younger component, born at q, dies at p
+            q = seq[young - 1]
+            lo, hi = (q, p) if dim == 0 else (p, q)
+            if v[hi] > v[lo]:
+                out_map[count] = m
+                out_pairs[count, 0] = dim
+                out_pairs[count, 1] = lo
+                out_pairs[count, 2] = hi
+                count += 1
     return count
 
 
