@@ -23,8 +23,8 @@ map and stay selectable as references; all three give the same diagrams as multi
 of values (``tests/test_cubical.py``), and where a map has ties they may name different
 but equal-valued pixels. ``benchmarks/fedtopo_te.py`` times them side by side; on this
 2-core machine, for one batch of 32 Fashion-MNIST images through FedTopo's CNN, conv1
-(192 maps of 24x24) takes 2.2-2.5 ms with numba, 27-29 ms with cripser and 75-79 ms
-with gudhi; conv2 (512 maps of 8x8) 0.7 ms, 52-70 ms and 42-44 ms.
+(192 maps of 24x24) takes 2.1 ms with numba, 28-33 ms with cripser and 76-77 ms with
+gudhi; conv2 (512 maps of 8x8) 0.7 ms, 53-55 ms and 43-44 ms.
 
 Conventions: pairs with zero persistence are dropped, and so is the one essential
 :math:`H_0` class of each map (its death is infinite); a 2-D grid has no essential
