@@ -39,7 +39,9 @@ reproduce: setup
 
 test: $(STAMP) system
 	$(PY) -m ruff check topofl_lib tests benchmarks notebooks
-	TOPOFL_OUTPUT_DIR=$(CURDIR)/build/test-output $(PY) -m pytest --nbval-lax
+	rm -rf $(CURDIR)/build/test-output/runs  # the notebooks' run store: fresh, so every run is computed
+	TOPOFL_OUTPUT_DIR=$(CURDIR)/build/test-output TOPOFL_CACHE_DIR=$(CURDIR)/build/test-output/runs \
+	  $(PY) -m pytest --nbval-lax
 
 lint: $(STAMP)
 	$(PY) -m ruff check topofl_lib tests benchmarks notebooks

@@ -1,22 +1,33 @@
 """Cost of FedTopo's topological alignment: TE forward + backward per batch of 32.
 
 Run: ``make benchmark`` (or ``.venv/bin/python benchmarks/fedtopo_te.py``). Everything
-is timed in this process and printed beside a baseline timed here too: the plain
-cross-entropy forward + backward of the whole Fashion-MNIST CNN on the same batch
-(one ordinary SGD step without TAL). For each persistence backend installed
-(cripser, gudhi) and each CNN block (conv1: 6 maps of 24x24 per image; conv2: 16 maps
-of 8x8), it prints the median over repeats of
+is timed in this process, on one thread, and printed beside a baseline timed here too:
+the plain cross-entropy forward + backward of the whole Fashion-MNIST CNN on the same
+batch (one ordinary SGD step without TAL). For each CNN block (conv1: 6 maps of 24x24
+per image; conv2: 16 maps of 8x8) and each persistence backend installed (numba,
+cripser, gudhi) it prints the median over repeats of
 
-* the cubical persistence of all maps of the batch (the library calls),
-* the whole TE forward + backward (persistence, gather, persistence images, autograd),
+* the cubical persistence of all maps of the batch (``batch_pairs``), and its speed-up
+  over cripser (the fastest library before the numba backend),
+* the whole TE forward + backward (persistence, gather, persistence images, autograd)
+  and its ratio to the baseline,
 
-and the ratio to the baseline. Images come from Fashion-MNIST when the Debian package
-is installed, else from scikit-learn's digits upscaled to 28x28 (same shapes).
+then, for the default backend, a breakdown of the TE step: the block's own forward +
+backward (the convolution, which any TAL step pays), sorting the pixels, the
+union-find, gathering the pairs' values, the persistence images (forward) and the
+autograd backward through them. All timings are of warm calls: numba compiles its
+kernel once per machine (cached on disk), and the first call of a fresh process only
+loads it; both costs are printed first. Images come from Fashion-MNIST when the Debian
+package is installed, else from scikit-learn's digits upscaled to 28x28 (same shapes).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
 import time
 
 import numpy as np
@@ -24,10 +35,19 @@ import torch
 
 from topofl_lib.deep import load_image_dataset, make_model
 from topofl_lib.fedtopo import TopologicalEmbedding
-from topofl_lib.topology.cubical import cubical_pairs
+from topofl_lib.topology.cubical import batch_pairs, gather_values, resolve_backend
+from topofl_lib.topology.cubical_unionfind import pairs_batch, sorted_keys
 
 torch.set_num_threads(1)
-REPEATS = 7
+REPEATS = 21
+
+FIRST_CALL = """
+import time, numpy as np
+t0 = time.perf_counter()
+from topofl_lib.topology.cubical import batch_pairs
+batch_pairs(np.random.default_rng(0).normal(size=(2, 5, 5)).astype(np.float32))
+print(time.perf_counter() - t0)
+"""
 
 
 def median_time(fn, repeats: int = REPEATS) -> float:
@@ -50,11 +70,64 @@ def batch_of_32() -> torch.Tensor:
         return torch.nn.functional.interpolate(x, size=(28, 28), mode="bilinear")
 
 
+def first_call_seconds(compile_: bool) -> float:
+    """Import + first call of the numba backend in a fresh process: with an empty numba
+    cache (``compile_``: the kernel is compiled) or with the cache on disk (loaded)."""
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory() as empty:
+        if compile_:
+            env["NUMBA_CACHE_DIR"] = empty
+        out = subprocess.run([sys.executable, "-c", FIRST_CALL], capture_output=True,
+                             text=True, check=True, env=env)
+    return float(out.stdout.split()[-1])
+
+
+def breakdown(net, x, block: str, te: TopologicalEmbedding, target) -> dict[str, float]:
+    """Median seconds of each stage of one TE forward + backward (default backend)."""
+    with torch.no_grad():
+        acts = net.block_output(x, block)
+    n, C, H, W = acts.shape
+    maps = acts.reshape(n * C, H, W).numpy()
+    keys = sorted_keys(maps.reshape(n * C, H * W))
+    map_index, pairs = pairs_batch(maps, keys=keys)
+    leaf = acts.clone().requires_grad_(True)
+    flat = leaf.reshape(n * C, H * W)
+    mi = torch.from_numpy(map_index)
+
+    def block_step():
+        net.zero_grad()
+        net.block_output(x, block).sum().backward()
+
+    def images():
+        birth, death = gather_values(flat, map_index, pairs)
+        return ((te._images(mi, birth, death - birth, n, C) - target) ** 2).sum(1).mean()
+
+    def images_and_backward():
+        leaf.grad = None
+        images().backward()
+
+    fwd = median_time(images)
+    return {
+        "block forward + backward (conv)": median_time(block_step),
+        "sort pixels (sorted_keys)": median_time(
+            lambda: sorted_keys(maps.reshape(n * C, H * W))),
+        "union-find (H0 + H1)": median_time(lambda: pairs_batch(maps, keys=keys)),
+        "gather values": median_time(lambda: gather_values(flat, map_index, pairs)),
+        "persistence images + loss (forward)": fwd,
+        "autograd backward (TE part)": median_time(images_and_backward) - fwd,
+    }
+
+
 def main() -> None:
     torch.manual_seed(0)
     net = make_model("fmnist_cnn")
     x = batch_of_32()
     y = torch.zeros(32, dtype=torch.long)
+    if importlib.util.find_spec("numba"):
+        first_call_seconds(False)  # make sure the cache on disk is current
+        print(f"numba backend, import + first call in a fresh process: "
+              f"{first_call_seconds(True):.1f} s compiling (once per machine and version), "
+              f"{first_call_seconds(False):.1f} s loading the compiled kernel from its cache")
 
     def ce_step():
         net.zero_grad()
@@ -62,13 +135,14 @@ def main() -> None:
 
     base = median_time(ce_step)
     print(f"baseline: CE forward+backward of the CNN, batch 32: {1e3 * base:.2f} ms")
-    backends = [b for b in ("cripser", "gudhi") if importlib.util.find_spec(b)]
-    print(f"{'block':6} {'backend':8} {'maps':>5} {'PH only':>10} {'TE fwd+bwd':>11} "
-          f"{'ratio':>7}")
+    backends = [b for b in ("numba", "cripser", "gudhi") if importlib.util.find_spec(b)]
+    print(f"{'block':6} {'backend':8} {'maps':>5} {'PH only':>10} {'vs cripser':>11} "
+          f"{'TE fwd+bwd':>11} {'/ SGD step':>11}")
     for block in ("conv1", "conv2"):
         with torch.no_grad():
             acts = net.block_output(x, block)
-        maps = acts.reshape(-1, *acts.shape[2:]).double().numpy()
+        maps = acts.reshape(-1, *acts.shape[2:]).numpy()
+        rows = {}
         for backend in backends:
             te = TopologicalEmbedding(backend=backend).fit(acts)
             target = te.embed(acts)
@@ -78,10 +152,21 @@ def main() -> None:
                 t = te.embed(net.block_output(x, block))
                 ((t - target) ** 2).sum(1).mean().backward()
 
-            ph = median_time(lambda b=backend, m=maps: cubical_pairs(m, b))
-            full = median_time(te_step)
-            print(f"{block:6} {backend:8} {maps.shape[0]:5d} {1e3 * ph:8.1f} ms "
-                  f"{1e3 * full:8.1f} ms {full / base:6.1f}x")
+            rows[backend] = (median_time(lambda b=backend, m=maps: batch_pairs(m, b)),
+                             median_time(te_step))
+        for backend, (ph, full) in rows.items():
+            speedup = (f"{rows['cripser'][0] / ph:10.1f}x" if "cripser" in rows
+                       else f"{'':11}")
+            print(f"{block:6} {backend:8} {maps.shape[0]:5d} {1e3 * ph:7.2f} ms {speedup} "
+                  f"{1e3 * full:8.2f} ms {full / base:10.2f}x")
+        te = TopologicalEmbedding().fit(acts)
+        parts = breakdown(net, x, block, te, te.embed(acts))
+        print(f"  breakdown of the {block} TE step, default backend "
+              f"({resolve_backend('auto')}):")
+        for name, sec in parts.items():
+            print(f"    {name:38} {1e3 * sec:7.2f} ms {sec / base:6.2f}x")
+        print(f"    {'sum':38} {1e3 * sum(parts.values()):7.2f} ms "
+              f"{sum(parts.values()) / base:6.2f}x")
 
 
 if __name__ == "__main__":

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import gudhi
 import numpy as np
@@ -21,10 +25,11 @@ from topofl_lib.fedtopo import (
     TopologyGuidedBlockScreening,
     calibrate_loss_range,
     imbalance_floor,
+    persistence_image,
 )
 from topofl_lib.topology.cubical import cubical_pairs, gather_diagrams
 
-BACKENDS = ["gudhi"] + (["cripser"] if importlib.util.find_spec("cripser") else [])
+BACKENDS = ["numba", "gudhi"] + (["cripser"] if importlib.util.find_spec("cripser") else [])
 
 
 def _values(m, pairs):
@@ -80,12 +85,55 @@ def test_cubical_errors():
 
 
 # -- topological embedding --------------------------------------------------------------
+@pytest.mark.parametrize("backend", ["numba", "gudhi"])
 @pytest.mark.parametrize("normalize", ["none", "mass"])
-def test_te_gradient_matches_finite_differences(normalize):
+def test_te_gradient_matches_finite_differences(normalize, backend):
     a = torch.as_tensor(np.random.default_rng(2).normal(size=(2, 3, 6, 6)))
-    te = TopologicalEmbedding(resolution=4, normalize=normalize, backend="gudhi").fit(a)
+    te = TopologicalEmbedding(resolution=4, normalize=normalize, backend=backend).fit(a)
     a.requires_grad_(True)
     assert torch.autograd.gradcheck(te.embed, (a,), eps=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("weighting", ["none", "persistence"])
+def test_te_is_the_same_with_every_backend(weighting):
+    """The numba backend's TE equals the library backends' on float32 ReLU activations
+    (ties at zero: equal-valued pixels may differ, values may not), and so does its
+    gradient where no two pixels tie (at a tie it picks another, equally valid pixel)."""
+    rng = np.random.default_rng(5)
+    normal = rng.normal(size=(4, 3, 12, 12))
+    for maps, compare_grad in ((np.maximum(normal, 0), False), (normal, True)):
+        acts = torch.as_tensor(maps, dtype=torch.float32)
+        out = {}
+        for backend in BACKENDS:
+            te = TopologicalEmbedding(weighting=weighting, backend=backend).fit(acts)
+            a = acts.clone().requires_grad_(True)
+            t = te.embed(a)
+            (t * torch.arange(64.0)).sum().backward()
+            out[backend] = [te.birth_grid_, te.pers_grid_, t.detach().numpy()] + (
+                [a.grad.numpy()] if compare_grad else [])
+        for backend in BACKENDS[1:]:
+            for x, y in zip(out["numba"], out[backend], strict=True):
+                np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("weighting", ["none", "persistence"])
+def test_persistence_image_is_eq2(weighting):
+    """All images of a batch at once equal Eq. 2 summed point by point (maps may have no
+    points, and points need not be grouped by map)."""
+    rng = np.random.default_rng(6)
+    mi = rng.permutation(np.repeat([0, 2, 3], [5, 1, 7]))
+    birth, pers = rng.normal(size=mi.size), rng.uniform(0.1, 2.0, size=mi.size)
+    gb, gp, sigma = np.linspace(-2, 2, 4), np.linspace(0, 2.5, 4), 0.7
+    got = persistence_image(torch.as_tensor(mi), torch.as_tensor(birth), torch.as_tensor(pers),
+                            4, torch.as_tensor(gb), torch.as_tensor(gp), sigma, weighting,
+                            pers_scale=2.0).numpy()
+    want = np.zeros((4, 4, 4))
+    for m, b, p in zip(mi, birth, pers, strict=True):
+        w = p / 2.0 if weighting == "persistence" else 1.0
+        for i in range(4):
+            for j in range(4):
+                want[m, i, j] += w * np.exp(-((gb[j] - b) ** 2 + (gp[i] - p) ** 2) / (2 * sigma**2))
+    np.testing.assert_allclose(got, want.reshape(4, 16), rtol=1e-12, atol=0)
 
 
 def test_te_shape_and_invariances():
@@ -273,6 +321,29 @@ def test_fedtopo_is_deterministic(digits_skew):
     np.testing.assert_array_equal(a.tal_log_, b.tal_log_)
 
 
+def _fedtopo_digest() -> str:
+    """SHA-256 of the models and TAL logs of FedTopo aligning conv1 and aligning conv2."""
+    scenario = make_image_scenario("digits", "L", 3, param=0.5, n_train=600, random_state=0)
+    h = hashlib.sha256()
+    for block in ("conv1", "conv2"):
+        est = _fedtopo(block=block).fit(scenario)
+        h.update(est.coef_.tobytes())
+        h.update(est.tal_log_.tobytes())
+        h.update(np.asarray(est.history_["accuracy"]).tobytes())
+    return h.hexdigest()
+
+
+def test_fedtopo_is_bit_identical_across_processes():
+    """Issue 15: a seed fixes every bit of a FedTopo run, both blocks, in this process and
+    in a fresh one (the default backend's pairing depends on the values only)."""
+    code = ("import sys; sys.path.insert(0, 'tests'); import test_fedtopo; "
+            "print(test_fedtopo._fedtopo_digest())")
+    root = Path(__file__).resolve().parent.parent
+    fresh = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                           text=True, check=True).stdout.split()[-1]
+    assert _fedtopo_digest() == fresh
+
+
 def test_fedtopo_errors(digits_skew):
     with pytest.raises(ValueError, match="needs a network"):
         FedTopo().fit(digits_skew)
@@ -317,12 +388,19 @@ def test_block_table_merges_auc_and_accuracy():
     assert t.loc["conv2", "accuracy"] == pytest.approx(70.0)
 
 
-def test_auto_backend_by_map_size():
-    from topofl_lib.topology.cubical import resolve_backend
+def test_auto_backend_is_numba_else_by_map_size(monkeypatch):
+    from topofl_lib.topology import cubical
 
-    assert resolve_backend("auto", 8 * 8) == "gudhi"
-    assert resolve_backend("auto", 24 * 24) == ("cripser" if "cripser" in BACKENDS else "gudhi")
-    assert resolve_backend("gudhi", 24 * 24) == "gudhi"
+    assert cubical.resolve_backend("auto", 8 * 8) == "numba"
+    assert cubical.resolve_backend("gudhi", 24 * 24) == "gudhi"
+    real = importlib.util.find_spec
+    monkeypatch.setattr(cubical.importlib.util, "find_spec",
+                        lambda name: None if name == "numba" else real(name))
+    assert cubical.resolve_backend("auto", 8 * 8) == "gudhi"
+    assert cubical.resolve_backend("auto", 24 * 24) == (
+        "cripser" if "cripser" in BACKENDS else "gudhi")
+    with pytest.raises(ImportError, match="needs the numba package"):
+        cubical.resolve_backend("numba")
 
 
 def test_imbalance_floor_refuses_negative_counts():

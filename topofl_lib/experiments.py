@@ -12,6 +12,7 @@ with the paper's table), and ``"ours"``, our harder generators and protocol.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -22,6 +23,7 @@ from tqdm.auto import tqdm
 from ._validation import check_choice, check_int, check_real
 from .data.scenarios import PROTOCOLS, make_scenario
 from .federated import METHOD_NAMES, METHODS, convergence_round, make_method
+from .run_cache import RunCache, environment, fingerprint
 
 __all__ = [
     "PAPER_ROW_OF",
@@ -143,6 +145,8 @@ def run_comparison(
     keep_models: bool = False,
     progress: bool = True,
     variants: dict | None = None,
+    cache_dir=None,
+    n_workers: int = 1,
 ) -> ComparisonResult:
     """Run every method on ``scenario`` for each seed.
 
@@ -165,15 +169,31 @@ def run_comparison(
     keep_models : bool
         Keep the fitted estimators in the result.
     progress : bool
-        Show a tqdm progress bar.
+        Show a tqdm progress bar: runs done / all runs, the time left (estimated from
+        the runs computed in this call), runs left, and runs reused from ``cache_dir``.
     variants : dict, optional
         ``{label: (method name, params)}``; replaces ``methods`` and ``method_params``
         (ablations: several configurations of one method). The ``method`` column of the
         result holds the labels.
+    cache_dir : str or Path, optional
+        Store each finished run there (:class:`topofl_lib.run_cache.RunCache`, keyed by
+        its whole configuration) and reuse the stored runs on a re-run, so an
+        interrupted experiment resumes where it stopped. ``None``: no store.
+    n_workers : int, default=1
+        Runs executed at once, each in its own process with one torch thread; the
+        numbers are the same as with one worker. A callable ``scenario`` must then be
+        picklable (a module-level function or a ``functools.partial`` of one).
+
+    Notes
+    -----
+    With ``cache_dir`` or ``n_workers > 1`` the kept models are the fitted estimators
+    without their private attributes (training data, network, random generators):
+    the parameters and every fitted ``*_`` attribute.
     """
     seeds = _check_seeds(seeds)
     methods = _check_methods(methods)
     check_int(n_rounds, "n_rounds", low=1)
+    check_int(n_workers, "n_workers", low=1)
     scenario_params = dict(scenario_params or {})
     method_params = dict(method_params or {})
     for name in method_params:
@@ -183,36 +203,160 @@ def run_comparison(
     if not (callable(scenario) or isinstance(scenario, str)):
         raise TypeError(f"scenario must be a name or a callable seed -> FederatedScenario, "
                         f"got {type(scenario).__name__}")
-    curves, final, models = [], [], {}
+    cache = None if cache_dir is None else RunCache(cache_dir)
+    if n_workers > 1:
+        _check_picklable(scenario, scenario_params, runs)
     label = scenario if isinstance(scenario, str) else getattr(scenario, "__name__", "custom")
-    bar = tqdm(total=len(seeds) * len(runs), desc=f"{label}", disable=not progress)
+
+    # plan: every (seed, run), its key, and whether it is stored already
+    records, todo, built = {}, [], None
+    env = environment() if cache is not None else None
     for seed in seeds:
-        if callable(scenario):
-            data = scenario(seed)
-            label = data.name
-        else:
-            data = make_scenario(scenario, random_state=seed, **scenario_params)
-            if scenario == "image":  # e.g. "fashion_mnist-L0.1"
-                label = data.name
-        for name, method, extra in runs:
-            params = {"n_rounds": n_rounds, "random_state": seed, **extra}
-            est = make_method(method, **params).fit(data)
-            auc, acc = est.history_["auc"], est.history_["accuracy"]
-            rounds = np.arange(1, auc.size + 1)
-            curves.append(pd.DataFrame({
-                "scenario": label, "method": name, "seed": seed, "round": rounds,
-                "auc": auc, "accuracy": acc,
-            }))
-            final.append({
-                "scenario": label, "method": name, "seed": seed, "auc": auc[-1],
-                "accuracy": acc[-1],
-                "convergence_round": convergence_round(acc if np.all(np.isnan(auc)) else auc),
-            })
+        if cache is None:
+            todo += [(seed, i, None) for i in range(len(runs))]
+            continue
+        built = (seed, _build_scenario(scenario, scenario_params, seed))
+        scen_key = fingerprint(_scenario_label(scenario, built[1]), built[1])
+        for i, (_, method, extra) in enumerate(runs):
+            key = fingerprint(env, scen_key, method, extra, n_rounds, seed)
+            record = cache.load(key) if key in cache else None
+            if record is not None and not (keep_models and record.get("model") is None):
+                records[(seed, i)] = record
+            else:  # not stored, or stored without the model asked for now
+                todo.append((seed, i, key))
+    total = len(seeds) * len(runs)
+    bar = tqdm(total=total, initial=len(records), desc=f"{label}", unit="run",
+               disable=not progress)
+    reused = len(records)
+    bar.set_postfix(left=total - reused, reused=reused)
+
+    def finish(seed, i, key, record):
+        if cache is not None:
+            cache.store(key, record)
+        records[(seed, i)] = record
+        bar.update()
+        bar.set_postfix(left=total - len(records), reused=reused)
+
+    slim = cache is not None or n_workers > 1
+    try:
+        if n_workers == 1:
+            for seed, i, key in todo:
+                if built is None or built[0] != seed:
+                    built = (seed, _build_scenario(scenario, scenario_params, seed))
+                _, method, extra = runs[i]
+                finish(seed, i, key, _run_one(_scenario_label(scenario, built[1]), built[1],
+                                              method, extra, n_rounds, seed, keep_models, slim))
+        elif todo:
+            _run_parallel(todo, runs, scenario, scenario_params, n_rounds, keep_models,
+                          n_workers, finish)
+    finally:
+        bar.close()
+    curves, final, models = [], [], {}
+    for seed in seeds:
+        for i, (name, _, _) in enumerate(runs):
+            rec = records[(seed, i)]
+            curves.append(rec["curves"].assign(method=name)[CURVE_COLUMNS])
+            final.append({**rec["final"], "method": name})
             if keep_models:
-                models[(name, seed)] = est
-            bar.update()
-    bar.close()
-    return ComparisonResult(pd.concat(curves, ignore_index=True), pd.DataFrame(final), models)
+                models[(name, seed)] = rec.get("model")
+    final = pd.DataFrame(final)[FINAL_COLUMNS]
+    return ComparisonResult(pd.concat(curves, ignore_index=True), final, models)
+
+
+CURVE_COLUMNS = ["scenario", "method", "seed", "round", "auc", "accuracy"]
+FINAL_COLUMNS = ["scenario", "method", "seed", "auc", "accuracy", "convergence_round"]
+
+
+def _build_scenario(scenario, scenario_params: dict, seed: int):
+    if callable(scenario):
+        return scenario(seed)
+    return make_scenario(scenario, random_state=seed, **scenario_params)
+
+
+def _scenario_label(scenario, data) -> str:
+    """The ``scenario`` column: the generator's name, or the realisation's for a callable
+    or an image scenario (e.g. ``"fashion_mnist-L0.1"``)."""
+    return data.name if callable(scenario) or scenario == "image" else scenario
+
+
+def _slim(est):
+    """``est`` without private attributes (data, network, generators): picklable, small."""
+    import copy
+
+    out = copy.copy(est)
+    for attr in [a for a in vars(out) if a.startswith("_")]:
+        delattr(out, attr)
+    return out
+
+
+def _run_one(label: str, data, method: str, extra: dict, n_rounds: int, seed: int,
+             keep_model: bool, slim: bool) -> dict:
+    """Fit one method on one scenario realisation; the record a run leaves."""
+    start = time.perf_counter()
+    params = {"n_rounds": n_rounds, "random_state": seed, **extra}
+    est = make_method(method, **params).fit(data)
+    auc, acc = est.history_["auc"], est.history_["accuracy"]
+    curves = pd.DataFrame({"scenario": label, "method": method, "seed": seed,
+                           "round": np.arange(1, auc.size + 1), "auc": auc, "accuracy": acc})
+    final = {"scenario": label, "method": method, "seed": seed, "auc": auc[-1],
+             "accuracy": acc[-1],
+             "convergence_round": convergence_round(acc if np.all(np.isnan(auc)) else auc)}
+    model = (_slim(est) if slim else est) if keep_model else None
+    return {"curves": curves, "final": final, "model": model,
+            "seconds": time.perf_counter() - start}
+
+
+def _check_picklable(*objs) -> None:
+    import pickle
+
+    try:
+        pickle.dumps(objs)
+    except Exception as exc:  # lambdas, local functions, open handles...
+        raise ValueError("n_workers > 1 sends the scenario and the methods to worker "
+                         "processes, and they cannot be pickled (use a module-level "
+                         f"function or functools.partial, or n_workers=1): {exc}") from exc
+
+
+_WORKER: dict = {}
+
+
+def _worker_init(scenario, scenario_params) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    _WORKER.update(scenario=scenario, scenario_params=scenario_params, built=None)
+
+
+def _worker_run(seed: int, method: str, extra: dict, n_rounds: int, keep_model: bool):
+    built = _WORKER["built"]
+    if built is None or built[0] != seed:
+        built = (seed, _build_scenario(_WORKER["scenario"], _WORKER["scenario_params"], seed))
+        _WORKER["built"] = built
+    label = _scenario_label(_WORKER["scenario"], built[1])
+    return _run_one(label, built[1], method, extra, n_rounds, seed, keep_model, True)
+
+
+def _run_parallel(todo, runs, scenario, scenario_params, n_rounds, keep_models, n_workers,
+                  finish) -> None:
+    """Run ``todo`` on ``n_workers`` spawned processes; ``finish`` each as it completes."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(n_workers, mp_context=ctx, initializer=_worker_init,
+                             initargs=(scenario, scenario_params)) as pool:
+        pending = {pool.submit(_worker_run, seed, runs[i][1], runs[i][2], n_rounds,
+                               keep_models): (seed, i, key) for seed, i, key in todo}
+        try:
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    seed, i, key = pending.pop(fut)
+                    finish(seed, i, key, fut.result())
+        except BaseException:
+            for fut in pending:
+                fut.cancel()
+            raise
 
 
 def _ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:

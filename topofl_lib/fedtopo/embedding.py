@@ -31,9 +31,14 @@ Choices where the paper is silent (documented, and options where cheap):
 * Essential classes are dropped (:mod:`topofl_lib.topology.cubical`).
 
 Gradients: the diagram's values are gathered from the activation tensor at the pixels
-that create and kill each pair (:func:`~topofl_lib.topology.cubical.gather_diagrams`),
-so ``embed`` is differentiable with respect to the activations and, through them, the
-network weights.
+that create and kill each pair (:func:`~topofl_lib.topology.cubical.gather_values`, one
+``index_select``), so ``embed`` is differentiable with respect to the activations and,
+through them, the network weights. The pairs themselves carry no gradient: they are
+computed once per call, on the detached values, for all maps of the batch at once
+(:func:`~topofl_lib.topology.cubical.batch_pairs`; the default numba backend is one
+compiled call), and the persistence images of all maps are one batched matrix product.
+Where a map has ties the pairs are those of the pixel order (value, then flat index), so
+the TE and its gradient are a deterministic function of the activations.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from .._validation import check_choice, check_int, check_real
-from ..topology.cubical import CUBICAL_BACKENDS, cubical_pairs, gather_diagrams
+from ..topology.cubical import CUBICAL_BACKENDS, batch_pairs, gather_values
 
 __all__ = ["TopologicalEmbedding", "persistence_image"]
 
@@ -52,7 +57,7 @@ NORMALIZATIONS = ("mass", "none")
 
 def persistence_image(map_index, birth, pers, n_maps: int, birth_grid, pers_grid,
                       sigma: float, weighting: str = "none", pers_scale: float = 1.0):
-    """Persistence images of many diagrams at once (torch, differentiable).
+    r"""Persistence images of many diagrams at once (torch, differentiable).
 
     Parameters
     ----------
@@ -72,6 +77,11 @@ def persistence_image(map_index, birth, pers, n_maps: int, birth_grid, pers_grid
     -------
     Tensor of shape (n_maps, R * R); pixel ``i * R + j`` is persistence row ``i``,
     birth column ``j``.
+
+    Image ``m`` is :math:`K_p^\top K_b` over its points (``K_p[k, i]``: the weighted
+    Gaussian of point ``k`` at persistence row ``i``, ``K_b`` likewise for births), so
+    all images are one batched matrix product: the points are laid out in a
+    ``(n_maps, max points per map, R)`` array, zero-padded, with no loop over maps.
     """
     import torch
 
@@ -80,9 +90,16 @@ def persistence_image(map_index, birth, pers, n_maps: int, birth_grid, pers_grid
     kp = torch.exp(-((pers[:, None] - pers_grid[None, :]) ** 2) / (2 * sigma**2))
     if weighting == "persistence":
         kp = kp * (pers / pers_scale)[:, None]
-    contrib = (kp[:, :, None] * kb[:, None, :]).reshape(-1, R * R)
-    out = torch.zeros(n_maps, R * R, dtype=contrib.dtype, device=contrib.device)
-    return out.index_add(0, map_index, contrib)
+    mi = map_index.cpu().numpy()
+    counts = np.bincount(mi, minlength=n_maps)
+    width = max(int(counts.max(initial=0)), 1)
+    order = np.argsort(mi, kind="stable")
+    pos = np.empty(mi.size, np.int64)  # each point's place among its map's points
+    pos[order] = np.arange(mi.size) - (np.cumsum(counts) - counts)[mi[order]]
+    slot = torch.from_numpy(mi * width + pos).to(kb.device)
+    Kb = kb.new_zeros(n_maps * width, R).index_copy(0, slot, kb).reshape(n_maps, width, R)
+    Kp = kp.new_zeros(n_maps * width, R).index_copy(0, slot, kp).reshape(n_maps, width, R)
+    return torch.bmm(Kp.transpose(1, 2), Kb).reshape(n_maps, R * R)
 
 
 class TopologicalEmbedding(TransformerMixin, BaseEstimator):
@@ -97,7 +114,7 @@ class TopologicalEmbedding(TransformerMixin, BaseEstimator):
     weighting : {"none", "persistence"}, default="none"
     normalize : {"mass", "none"}, default="mass"
     homology_dims : tuple of int, default=(0, 1)
-    backend : {"auto", "cripser", "gudhi"}, default="auto"
+    backend : {"auto", "numba", "cripser", "gudhi"}, default="auto"
 
     Attributes
     ----------
@@ -139,23 +156,30 @@ class TopologicalEmbedding(TransformerMixin, BaseEstimator):
         if t.ndim != 4:
             raise ValueError(
                 f"activations must have shape (n_samples, channels, H, W), got {tuple(t.shape)}")
-        if not bool(torch.isfinite(t).all()):
-            raise ValueError("activations contain NaN or infinite values")
         return t
 
+    @staticmethod
+    def _maps(t) -> np.ndarray:
+        """The detached maps of ``t`` as a NumPy array (n * C, H, W), checked finite."""
+        n, C, H, W = t.shape
+        maps = t.detach().cpu().numpy().reshape(n * C, H, W)
+        if not np.isfinite(maps).all():
+            raise ValueError("activations contain NaN or infinite values")
+        return maps
+
     def _points(self, t):
-        """(map_index, birth, persistence) of the kept pairs of every map of ``t``."""
+        """(map_index, birth, persistence) of the kept pairs of every map of ``t``.
+
+        The pairs are computed once, without gradient, on the detached values (float32
+        stays float32: the pixel order is the same as in float64); the values are then
+        gathered from ``t`` in one differentiable ``index_select``.
+        """
         import torch
 
         n, C, H, W = t.shape
-        flat = t.reshape(n * C, H * W)
-        pairs = cubical_pairs(flat.detach().cpu().double().numpy().reshape(n * C, H, W),
-                              self.backend)
-        map_index, dim, birth, death = gather_diagrams(flat, pairs)
-        keep = torch.zeros_like(dim, dtype=torch.bool)
-        for d in self.homology_dims:
-            keep |= dim == d
-        return map_index[keep], birth[keep], (death - birth)[keep]
+        map_index, pairs = batch_pairs(self._maps(t), self.backend, tuple(self.homology_dims))
+        birth, death = gather_values(t.reshape(n * C, H * W), map_index, pairs)
+        return torch.from_numpy(map_index).to(t.device), birth, death - birth
 
     # -- estimator API ---------------------------------------------------------------
     def fit(self, activations, y=None):
@@ -183,15 +207,18 @@ class TopologicalEmbedding(TransformerMixin, BaseEstimator):
 
     def embed(self, activations):
         """Differentiable TE of ``activations`` (torch, shape (n, C, H, W)) -> (n, M)."""
-        import torch
-
         if not hasattr(self, "birth_grid_"):
             raise ValueError("this TopologicalEmbedding is not fitted yet; call fit first")
         t = self._as_tensor(activations)
         n, C = t.shape[:2]
-        map_index, birth, pers = self._points(t)
-        grid_b = torch.as_tensor(self.birth_grid_, dtype=t.dtype, device=t.device)
-        grid_p = torch.as_tensor(self.pers_grid_, dtype=t.dtype, device=t.device)
+        return self._images(*self._points(t), n, C)
+
+    def _images(self, map_index, birth, pers, n: int, C: int):
+        """Channel-mean persistence image of each sample from its maps' points."""
+        import torch
+
+        grid_b = torch.as_tensor(self.birth_grid_, dtype=birth.dtype, device=birth.device)
+        grid_p = torch.as_tensor(self.pers_grid_, dtype=birth.dtype, device=birth.device)
         images = persistence_image(map_index, birth, pers, n * C, grid_b, grid_p,
                                    self.sigma_, self.weighting, self.pers_scale_)
         if self.normalize == "mass":
@@ -207,14 +234,12 @@ class TopologicalEmbedding(TransformerMixin, BaseEstimator):
 
     def diagrams(self, activations) -> list[list[np.ndarray]]:
         """Per sample, per channel, the kept pairs as rows ``(dim, birth, death)``."""
-        t = self._as_tensor(activations).detach()
+        t = self._as_tensor(activations)
         n, C, H, W = t.shape
-        maps = t.reshape(n * C, H, W).cpu().double().numpy()
-        pairs = cubical_pairs(maps, self.backend)
-        out = []
-        for i, p in enumerate(pairs):
-            flat = maps[i].ravel()
-            keep = np.isin(p[:, 0], self.homology_dims)
-            q = p[keep]
-            out.append(np.column_stack([q[:, 0], flat[q[:, 1]], flat[q[:, 2]]]))
+        maps = self._maps(t)
+        map_index, pairs = batch_pairs(maps, self.backend, tuple(self.homology_dims))
+        maps = maps.reshape(n * C, H * W)
+        rows = np.column_stack([pairs[:, 0], maps[map_index, pairs[:, 1]],
+                                maps[map_index, pairs[:, 2]]]).astype(np.float64)
+        out = np.split(rows, np.searchsorted(map_index, np.arange(1, n * C)))
         return [out[s * C:(s + 1) * C] for s in range(n)]

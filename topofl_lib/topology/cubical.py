@@ -12,16 +12,19 @@ exactly those two pixel values: :math:`b = A_{p_b}`, :math:`d = A_{p_d}`. So
 anything computed on the diagram back into the map (the pairing is locally constant,
 so this is the exact derivative wherever the map has no ties).
 
-Backends, measured on this machine (``benchmarks/fedtopo_te.py``, one batch of 32
-Fashion-MNIST images through FedTopo's CNN): for conv1 (192 maps of 24x24) ``cripser``
-takes 0.05 s and ``gudhi`` 0.10 s; for conv2 (512 maps of 8x8) ``gudhi`` takes 0.05 s
-and ``cripser`` 0.09 s (its per-call overhead dominates small maps). Tiling all maps of
-a batch into one large image separated by barriers was *slower* with both (0.06 s and
-0.36 s for conv1), so each map is one call. ``"auto"`` therefore uses cripser for maps
-of at least 16x16 pixels when it is installed (it is GPL-licensed, so it is an optional
-extra: ``pip install topofl[fast]``) and gudhi (MIT) otherwise. Both give the same
-diagrams (a test checks it); where a map has ties they may name different but
-equal-valued pixels.
+Backends. ``"numba"`` (the default; :mod:`topofl_lib.topology.cubical_unionfind`)
+computes the pairs of a whole batch of maps in one compiled call: :math:`H_0` by a
+union-find over the pixels in increasing order (4-connectivity, the elder rule),
+:math:`H_1` by duality as :math:`H_0` of the superlevel sets of the complement
+(8-connectivity and the outside). Its pixel order breaks ties by the flat index, so
+its pairs are a deterministic function of the values. ``"gudhi"`` (MIT) and
+``"cripser"`` (GPL-3, optional: ``pip install topofl[fast]``) call a library once per
+map and stay selectable as references; all three give the same diagrams as multisets
+of values (``tests/test_cubical.py``), and where a map has ties they may name different
+but equal-valued pixels. ``benchmarks/fedtopo_te.py`` times them side by side; on this
+2-core machine, for one batch of 32 Fashion-MNIST images through FedTopo's CNN, conv1
+(192 maps of 24x24) takes 2.1 ms with numba, 28-33 ms with cripser and 76-77 ms with
+gudhi; conv2 (512 maps of 8x8) 0.7 ms, 53-55 ms and 43-44 ms.
 
 Conventions: pairs with zero persistence are dropped, and so is the one essential
 :math:`H_0` class of each map (its death is infinite); a 2-D grid has no essential
@@ -36,31 +39,35 @@ import numpy as np
 
 from .._validation import check_choice
 
-__all__ = ["CUBICAL_BACKENDS", "cubical_pairs", "gather_diagrams", "resolve_backend"]
+__all__ = ["CUBICAL_BACKENDS", "batch_pairs", "cubical_pairs", "gather_diagrams",
+           "gather_values", "resolve_backend"]
 
-#: Persistence libraries for cubical complexes.
-CUBICAL_BACKENDS = ("auto", "cripser", "gudhi")
+#: Persistence backends for cubical complexes.
+CUBICAL_BACKENDS = ("auto", "numba", "cripser", "gudhi")
 
-
-#: ``"auto"`` uses cripser for maps with at least this many pixels (16x16).
+#: Without numba, ``"auto"`` uses cripser for maps with at least this many pixels.
 AUTO_CRIPSER_PIXELS = 256
+
+_INSTALL = {"cripser": "pip install -e .[fast]"}  # numba and gudhi: dependencies
 
 
 def resolve_backend(backend: str, n_pixels: int | None = None) -> str:
     """The library ``backend`` stands for on maps of ``n_pixels`` pixels.
 
-    ``"auto"``: cripser if installed and the maps have at least
-    :data:`AUTO_CRIPSER_PIXELS` pixels (or their size is not given), else gudhi.
+    ``"auto"``: numba when installed (a dependency of topofl); else cripser if installed
+    and the maps have at least :data:`AUTO_CRIPSER_PIXELS` pixels (or their size is not
+    given), else gudhi.
     """
     check_choice(backend, "backend", CUBICAL_BACKENDS)
     if backend == "auto":
+        if importlib.util.find_spec("numba") is not None:
+            return "numba"
         big = n_pixels is None or n_pixels >= AUTO_CRIPSER_PIXELS
         has_cripser = importlib.util.find_spec("cripser") is not None
         return "cripser" if big and has_cripser else "gudhi"
     if importlib.util.find_spec(backend) is None:
-        extra = "fast" if backend == "cripser" else "all"
-        raise ImportError(f"backend={backend!r} needs the {backend} package: "
-                          f"pip install {backend}  (or pip install -e .[{extra}])")
+        raise ImportError(f"backend={backend!r} needs the {backend} package: pip install "
+                          f"{backend}  (or {_INSTALL.get(backend, 'pip install -e .')})")
     return backend
 
 
@@ -88,6 +95,60 @@ def _pairs_cripser(m: np.ndarray) -> np.ndarray:
     return np.column_stack([r[:, 0].astype(np.int64), birth, death])
 
 
+def _check_maps(maps, backend: str) -> tuple[np.ndarray, str]:
+    arr = np.asarray(maps)
+    if arr.dtype != np.float32:
+        arr = arr.astype(np.float64)
+    if arr.ndim != 3:
+        raise ValueError(f"maps must have shape (n_maps, H, W), got shape {arr.shape}")
+    name = resolve_backend(backend, arr.shape[1] * arr.shape[2])
+    low = 2 if name == "cripser" else 1  # cripser treats a 1 x W map as isolated points
+    if arr.shape[1] < low or arr.shape[2] < low:
+        raise ValueError(f"each map must be at least {low}x{low} for backend {name!r}, "
+                         f"got {arr.shape[1:]}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("maps contain NaN or infinite values")
+    return arr, name
+
+
+def batch_pairs(maps, backend: str = "auto", dims=(0, 1)) -> tuple[np.ndarray, np.ndarray]:
+    """Persistence pairs of a batch of maps as pixel indices, in two flat arrays.
+
+    Parameters
+    ----------
+    maps : array-like of shape (n_maps, H, W)
+        Finite values (float32 is kept, anything else becomes float64); each map is
+        filtered by its sublevel sets (V-construction).
+    backend : {"auto", "numba", "cripser", "gudhi"}
+    dims : tuple of int, default=(0, 1)
+        Homology degrees kept.
+
+    Returns
+    -------
+    map_index : ndarray of int64, shape (n_pairs,)
+        The map of each pair (grouped by map, maps in order).
+    pairs : ndarray of int64, shape (n_pairs, 3)
+        Rows ``(dim, birth_pixel, death_pixel)``, pixels as C-order flat indices into
+        the map; only finite pairs with positive persistence.
+    """
+    arr, name = _check_maps(maps, backend)
+    dims = tuple(int(d) for d in dims)
+    n, H, W = arr.shape
+    if name == "numba":
+        from .cubical_unionfind import pairs_batch
+
+        return pairs_batch(arr, dims)
+    fn = _pairs_cripser if name == "cripser" else _pairs_gudhi
+    out = []
+    for m in arr.astype(np.float64):
+        p = fn(np.ascontiguousarray(m))
+        flat = m.ravel()
+        out.append(p[(flat[p[:, 2]] > flat[p[:, 1]]) & np.isin(p[:, 0], dims)])
+    counts = [len(p) for p in out]
+    pairs = np.vstack(out) if sum(counts) else np.empty((0, 3), np.int64)
+    return np.repeat(np.arange(n, dtype=np.int64), counts), pairs
+
+
 def cubical_pairs(maps, backend: str = "auto") -> list[np.ndarray]:
     """Persistence pairs of each map as pixel indices.
 
@@ -95,7 +156,7 @@ def cubical_pairs(maps, backend: str = "auto") -> list[np.ndarray]:
     ----------
     maps : array-like of shape (n_maps, H, W)
         Finite values; each map is filtered by its sublevel sets (V-construction).
-    backend : {"auto", "cripser", "gudhi"}
+    backend : {"auto", "numba", "cripser", "gudhi"}
 
     Returns
     -------
@@ -103,21 +164,33 @@ def cubical_pairs(maps, backend: str = "auto") -> list[np.ndarray]:
         For each map, rows ``(dim, birth_pixel, death_pixel)`` with pixels as C-order
         flat indices into the map; only finite pairs with positive persistence.
     """
-    arr = np.asarray(maps, dtype=np.float64)
-    if arr.ndim != 3:
-        raise ValueError(f"maps must have shape (n_maps, H, W), got shape {arr.shape}")
-    if arr.shape[1] < 2 or arr.shape[2] < 2:
-        raise ValueError(f"each map must be at least 2x2, got {arr.shape[1:]}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError("maps contain NaN or infinite values")
-    n_pixels = arr.shape[1] * arr.shape[2]
-    fn = _pairs_cripser if resolve_backend(backend, n_pixels) == "cripser" else _pairs_gudhi
-    out = []
-    for m in arr:
-        p = fn(np.ascontiguousarray(m))
-        flat = m.ravel()
-        out.append(p[flat[p[:, 2]] > flat[p[:, 1]]])  # positive persistence only
-    return out
+    map_index, pairs = batch_pairs(maps, backend)
+    n = np.shape(maps)[0]
+    return np.split(pairs, np.searchsorted(map_index, np.arange(1, n))) if n else []
+
+
+def gather_values(flat_maps, map_index: np.ndarray, pairs: np.ndarray):
+    """Birth and death values read from ``flat_maps`` at the pairs' pixels (one gather).
+
+    Parameters
+    ----------
+    flat_maps : torch.Tensor of shape (n_maps, H * W)
+        The maps the pairs were computed on (may require grad).
+    map_index, pairs : ndarray
+        Output of :func:`batch_pairs` for those maps.
+
+    Returns
+    -------
+    birth, death : torch.Tensor of shape (n_pairs,)
+        Differentiable with respect to ``flat_maps``.
+    """
+    import torch
+
+    N = flat_maps.shape[1]
+    idx = np.concatenate([map_index * N + pairs[:, 1], map_index * N + pairs[:, 2]])
+    values = flat_maps.reshape(-1).index_select(
+        0, torch.from_numpy(idx).to(flat_maps.device))
+    return values[:len(pairs)], values[len(pairs):]
 
 
 def gather_diagrams(flat_maps, pairs: list[np.ndarray]):
@@ -142,9 +215,8 @@ def gather_diagrams(flat_maps, pairs: list[np.ndarray]):
         raise ValueError(f"got {len(pairs)} pair lists for {flat_maps.shape[0]} maps")
     counts = [len(p) for p in pairs]
     stacked = np.vstack(pairs) if sum(counts) else np.empty((0, 3), np.int64)
+    map_index = np.repeat(np.arange(len(pairs), dtype=np.int64), counts)
+    birth, death = gather_values(flat_maps, map_index, stacked)
     device = flat_maps.device
-    map_index = torch.from_numpy(np.repeat(np.arange(len(pairs)), counts)).to(device)
-    idx = torch.from_numpy(stacked).to(device)
-    birth = flat_maps[map_index, idx[:, 1]]
-    death = flat_maps[map_index, idx[:, 2]]
-    return map_index, idx[:, 0], birth, death
+    return (torch.from_numpy(map_index).to(device), torch.from_numpy(stacked[:, 0]).to(device),
+            birth, death)

@@ -1,0 +1,159 @@
+"""Resumable runs: the run store, its keys, interrupted runs, parallel workers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import topofl_lib.experiments as experiments
+from topofl_lib.data.scenarios import Client
+from topofl_lib.deep import TorchModel, deep_variants, load_image_dataset
+from topofl_lib.experiments import run_comparison
+from topofl_lib.run_cache import RunCache, default_cache_dir, fingerprint
+
+TINY = {"seeds": range(2), "methods": ["FedAvg", "FedProx"], "n_rounds": 2,
+        "scenario_params": {"n_clients": 4, "n_adversarial": 1}, "progress": False}
+
+
+class _Counting:
+    """make_method that counts fits and fails on the ``fail_at``-th one."""
+
+    def __init__(self, fail_at=None):
+        self.calls, self.fail_at = 0, fail_at
+
+    def __call__(self, name, **params):
+        self.calls += 1
+        if self.calls == self.fail_at:
+            raise RuntimeError("interrupted")
+        return self.real(name, **params)
+
+    real = staticmethod(experiments.make_method)
+
+
+def _same(a, b):
+    pd.testing.assert_frame_equal(a.curves, b.curves, check_exact=True)
+    pd.testing.assert_frame_equal(a.final, b.final, check_exact=True)
+
+
+# -- keys ------------------------------------------------------------------------------
+def test_fingerprint_sees_every_value():
+    x = np.arange(6.0).reshape(2, 3)
+    base = fingerprint(x, {"lr": 0.01, "model": TorchModel(momentum=0.9)}, 3)
+    y = x.copy()
+    y[1, 2] = np.nextafter(y[1, 2], 10)
+    changed = [
+        fingerprint(y, {"lr": 0.01, "model": TorchModel(momentum=0.9)}, 3),  # one ulp
+        fingerprint(x.astype(np.float32), {"lr": 0.01, "model": TorchModel(momentum=0.9)}, 3),
+        fingerprint(x.reshape(3, 2), {"lr": 0.01, "model": TorchModel(momentum=0.9)}, 3),
+        fingerprint(x, {"lr": 0.02, "model": TorchModel(momentum=0.9)}, 3),
+        fingerprint(x, {"lr": 0.01, "model": TorchModel(momentum=0.5)}, 3),  # nested
+        fingerprint(x, {"lr": 0.01, "model": TorchModel(momentum=0.9)}, 3.0),  # int/float
+    ]
+    assert len({base, *changed}) == 1 + len(changed)
+    # same values, same key: dict order and array identity do not matter
+    assert fingerprint(x.copy(), {"model": TorchModel(momentum=0.9), "lr": 0.01}, 3) == base
+    client = Client(x, np.array([0, 1]), x, np.array([1, 0]))
+    flipped = Client(x, np.array([0, 1]), x, np.array([1, 0]), adversarial=True)
+    assert fingerprint(client) != fingerprint(flipped)
+
+
+def test_fingerprint_refuses_unknown_objects():
+    with pytest.raises(TypeError, match="cannot fingerprint a object"):
+        fingerprint(object())
+
+
+def test_default_cache_dir(monkeypatch, tmp_path):
+    monkeypatch.setenv("TOPOFL_CACHE_DIR", str(tmp_path))
+    assert default_cache_dir("fedtopo", "cpu") == tmp_path / "fedtopo" / "cpu"
+    monkeypatch.delenv("TOPOFL_CACHE_DIR")
+    assert default_cache_dir("fedtopo", "cpu").parts[-4:] == ("build", "runs", "fedtopo", "cpu")
+    with pytest.raises(ValueError, match="profile"):
+        default_cache_dir("fedtopo", "")
+
+
+def test_store_is_atomic(tmp_path, monkeypatch):
+    cache = RunCache(tmp_path / "runs")
+    cache.store("k1", {"final": 1})
+    assert cache.load("k1") == {"final": 1, "key": "k1"} and "k1" in cache
+
+    def broken_dump(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("topofl_lib.run_cache.pickle.dump", broken_dump)
+    with pytest.raises(OSError, match="disk full"):
+        cache.store("k2", {"final": 2})
+    assert "k2" not in cache
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["k1.pkl"]  # no temp
+
+
+# -- resuming --------------------------------------------------------------------------
+def test_interrupted_comparison_resumes_without_recomputing(tmp_path, monkeypatch):
+    plain = run_comparison("healthcare", **TINY)
+    first = _Counting(fail_at=3)
+    monkeypatch.setattr(experiments, "make_method", first)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        run_comparison("healthcare", cache_dir=tmp_path, **TINY)
+    assert len(list(tmp_path.glob("*.pkl"))) == 2  # the two runs that finished
+    again = _Counting()
+    monkeypatch.setattr(experiments, "make_method", again)
+    resumed = run_comparison("healthcare", cache_dir=tmp_path, **TINY)
+    assert again.calls == 2  # only the two missing runs
+    _same(resumed, plain)
+    third = _Counting()
+    monkeypatch.setattr(experiments, "make_method", third)
+    _same(run_comparison("healthcare", cache_dir=tmp_path, **TINY), plain)
+    assert third.calls == 0
+    # another configuration is computed, not read from the store
+    run_comparison("healthcare", cache_dir=tmp_path, **{**TINY, "n_rounds": 3})
+    assert third.calls == 4
+    run_comparison("healthcare", cache_dir=tmp_path, **{
+        **TINY, "scenario_params": {"n_clients": 4, "n_adversarial": 0}})
+    assert third.calls == 8
+
+
+def test_stored_models_are_slim(tmp_path):
+    res = run_comparison("healthcare", cache_dir=tmp_path, keep_models=True, **TINY)
+    again = run_comparison("healthcare", cache_dir=tmp_path, keep_models=True, **TINY)
+    for key, est in res.models.items():
+        np.testing.assert_array_equal(est.coef_, again.models[key].coef_)
+        assert not [a for a in vars(est) if a.startswith("_")]
+
+
+# -- parallel workers ------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def digits():
+    return load_image_dataset("digits")
+
+
+def test_two_workers_give_the_same_numbers(digits, tmp_path):
+    """FedAvg and FedTopo (conv1 and conv2) on a tiny image scenario: two worker
+    processes give bit-identical results to one, and store every run."""
+    variants = deep_variants(["FedAvg", "FedTopo@conv1", "FedTopo@conv2"],
+                             architecture="digits_cnn", local_epochs=1,
+                             fedtopo={"tal_samples": 16, "tal_batch": 8, "tal_every": 2})
+    kw = {"seeds": range(2), "n_rounds": 2, "variants": variants, "progress": False,
+          "scenario_params": {"dataset": digits, "partition": "L", "param": 0.5,
+                              "n_clients": 3, "n_train": 400}}
+    one = run_comparison("image", **kw)
+    two = run_comparison("image", n_workers=2, cache_dir=tmp_path, **kw)
+    _same(one, two)
+    assert len(list(tmp_path.glob("*.pkl"))) == 6
+    assert not one.final["accuracy"].isna().any()
+
+
+def test_parallel_needs_picklable_scenarios():
+    with pytest.raises(ValueError, match="cannot be pickled"):
+        run_comparison(lambda seed: None, seeds=[0], methods=["FedAvg"], n_workers=2)
+    with pytest.raises(ValueError, match="n_workers"):
+        run_comparison("healthcare", seeds=[0], methods=["FedAvg"], n_workers=0)
+
+
+def test_models_asked_later_are_computed(tmp_path, monkeypatch):
+    run_comparison("healthcare", cache_dir=tmp_path, **TINY)
+    counting = _Counting()
+    monkeypatch.setattr(experiments, "make_method", counting)
+    res = run_comparison("healthcare", cache_dir=tmp_path, keep_models=True, **TINY)
+    assert counting.calls == 4 and all(m is not None for m in res.models.values())
+    run_comparison("healthcare", cache_dir=tmp_path, keep_models=True, **TINY)
+    assert counting.calls == 4

@@ -1,0 +1,250 @@
+r"""Exact cubical persistence of many small 2-D maps in one compiled call (numba).
+
+The V-construction (:mod:`topofl_lib.topology.cubical`): pixels are vertices, pixels
+that are 4-neighbours are joined by an edge, a 2x2 block of pixels spans a square,
+and a cell enters the sublevel filtration with the largest value of its pixels.
+
+* :math:`H_0`: the sublevel set's components are those of its pixels under
+  **4-connectivity** (a square adds no connection its edges do not already make). So
+  :math:`H_0` is a union-find over the pixels in increasing order; when a pixel joins
+  several components the oldest survives and each younger one dies there (the elder
+  rule): a pair (its first pixel, the joining pixel).
+* :math:`H_1` by Alexander duality: a hole of the sublevel set :math:`\{A \le t\}` is a
+  bounded component of its complement :math:`\{A > t\}`, and two pixels of the
+  complement are connected through the plane exactly when they are
+  **8-neighbours** (two diagonal pixels of a square whose other two pixels are in the
+  sublevel set touch inside the square, which is not filled). Pixels on the border
+  touch the unbounded outside. So :math:`H_1` is a union-find over the pixels in
+  *decreasing* order, with 8-connectivity and one extra node, the outside, joined to
+  every border pixel and older than every pixel: when a pixel joins several
+  components, each younger one dies there, and the hole is born at the joining
+  pixel's value and dies at the younger component's first (largest) pixel: a pair
+  (joining pixel, first pixel).
+
+The outside and each map's global minimum are the essential classes, and are not
+reported; neither are pairs of zero persistence (ties). The order is a total order
+of the pixels by value with ties broken by the flat index (:func:`sorted_keys`), so
+the pairing is a deterministic function of the values, and the diagram, as a multiset
+of values, is that of gudhi and cripser (``tests/test_cubical.py`` checks it on
+thousands of maps, ties included).
+
+Speed: one compiled call for the whole batch (no per-map overhead); each pass visits a
+pixel once, and finds the root of one neighbour per group of already-filtered
+neighbours that touch each other (a table lookup on the 8-bit mask of those
+neighbours), so a pixel usually costs one find. The kernel is compiled by numba on
+first use and cached on disk next to this module (``cache=True``); :func:`pairs_batch`
+is the whole computation for a batch.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = ["pairs_batch", "pixel_order", "sorted_keys"]
+
+@numba.njit(cache=True, nogil=True)
+def _float32_keys(flat):  # pragma: no cover - compiled
+    # The bits of a float32, mapped to a uint32 with the same order (-0.0 as 0.0), in the
+    # high half of a uint64 whose low half is the pixel index.
+    n, N = flat.shape
+    bits = flat.view(np.uint32)
+    keys = np.empty((n, N), np.uint64)
+    for m in range(n):
+        for j in range(N):
+            b = bits[m, j]
+            if b == 0x80000000:
+                b = 0
+            b ^= 0xFFFFFFFF if b >> 31 else 0x80000000
+            keys[m, j] = (np.uint64(b) << np.uint64(32)) | np.uint64(j)
+    return keys
+
+
+def sorted_keys(flat: np.ndarray) -> np.ndarray:
+    """Each map's pixels in increasing order of (value, flat index), as ``uint64`` keys
+    whose low 32 bits are the pixel index.
+
+    Parameters
+    ----------
+    flat : ndarray of shape (n_maps, n_pixels), float32 or float64, C-contiguous
+
+    For float32 the high 32 bits hold the value's bits mapped to an unsigned integer of
+    the same order, so the keys are distinct and numpy's fast unstable sort has a unique
+    answer on every machine; for float64 a stable argsort gives the same order (slower).
+    Either way ``-0.0`` and ``0.0`` are the same value.
+    """
+    if flat.dtype == np.float32:
+        keys = _float32_keys(np.ascontiguousarray(flat))
+        keys.sort(axis=1)
+        return keys
+    return np.argsort(flat + 0.0, axis=1, kind="stable").astype(np.uint64)
+
+
+def pixel_order(flat: np.ndarray) -> np.ndarray:
+    """``order[m, r]``: map ``m``'s ``r``-th pixel by (value, flat index), int32."""
+    return (sorted_keys(flat) & np.uint64(0xFFFFFFFF)).astype(np.int32)
+
+
+# The 8 neighbours of a pixel, as bits 0..7 of a mask, at these (row, column) offsets;
+# neighbour k sees the pixel as its neighbour 7 - k.
+_DI = (-1, -1, -1, 0, 0, 1, 1, 1)
+_DJ = (-1, 0, 1, -1, 1, -1, 0, 1)
+
+
+def _representatives(conn: int) -> np.ndarray:
+    """For each set of already-filtered neighbours (a mask), one neighbour per group of
+    them that is connected within the neighbourhood (4- or 8-connectivity); for
+    4-connectivity only groups that touch the pixel (an edge-neighbour) count."""
+    table = np.zeros(256, np.uint8)
+    for mask in range(256):
+        cells = [k for k in range(8) if mask >> k & 1]
+        group = {k: k for k in cells}
+        for a in cells:
+            for b in cells:
+                di, dj = abs(_DI[a] - _DI[b]), abs(_DJ[a] - _DJ[b])
+                if (di + dj == 1) if conn == 4 else (max(di, dj) == 1):
+                    ga, gb = group[a], group[b]
+                    for k in cells:  # merge b's group into a's
+                        if group[k] == gb:
+                            group[k] = ga
+        touching = [k for k in cells if conn == 8 or abs(_DI[k]) + abs(_DJ[k]) == 1]
+        first = {}
+        for k in touching:
+            first.setdefault(group[k], k)
+        for k in first.values():
+            table[mask] |= 1 << k
+    return table
+
+
+_REP4, _REP8 = _representatives(4), _representatives(8)
+_LOWEST_BIT = np.array([0] + [(m & -m).bit_length() - 1 for m in range(1, 256)], np.uint8)
+
+
+@numba.njit(cache=True, nogil=True)
+def _find(parent, x):
+    while parent[x] != x:  # path halving
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+@numba.njit(cache=True, nogil=True)
+def _sweep(m, v, seq, cells, rk, parent, seen, rep, lowest_bit, off, dim, out_map, out_pairs,
+           count):  # pragma: no cover - compiled
+    # One union-find pass over the pixels in the order ``seq`` (padded cells ``cells``).
+    # A pixel is named by its position r = 1, 2, ... in ``seq`` (``rk[cell]``; the
+    # outside, if reachable, is 0), so a component's root is its first pixel, its
+    # smallest r, and the elder rule is a min. ``seen[c]`` has bit k set once neighbour
+    # k of cell c is in the filtration; neighbours connected within the 3x3
+    # neighbourhood are one component already, so one find per group (``rep``) is
+    # enough. Returns the new number of pairs.
+    for i in range(seq.size):
+        c = cells[i]
+        r = i + 1
+        bits = rep[seen[c]]
+        for k in range(8):
+            seen[c + off[k]] |= np.uint8(1 << (7 - k))
+        if bits == 0:  # no filtered neighbour: a new component
+            parent[r] = r
+            continue
+        k = lowest_bit[bits]  # the first group's root is older: the pixel joins it
+        bits &= bits - 1
+        cur = _find(parent, rk[c + off[k]])
+        parent[r] = cur
+        while bits:  # each further group: the elder survives, the younger dies here
+            k = lowest_bit[bits]
+            bits &= bits - 1
+            rs = _find(parent, rk[c + off[k]])
+            if rs == cur:
+                continue
+            old, young = min(rs, cur), max(rs, cur)
+            parent[young] = old
+            cur = old
+            p = seq[i]  # the younger component, born at q, dies at p
+            q = seq[young - 1]
+            lo, hi = (q, p) if dim == 0 else (p, q)
+            if v[hi] > v[lo]:
+                out_map[count] = m
+                out_pairs[count, 0] = dim
+                out_pairs[count, 1] = lo
+                out_pairs[count, 2] = hi
+                count += 1
+    return count
+
+
+@numba.njit(cache=True, nogil=True)
+def _kernel(values, keys, H, W, dims, out_map, out_pairs, rep4, rep8,
+            lowest_bit):  # pragma: no cover - compiled
+    # H0: the pixels in increasing order, 4-connectivity. H1: in decreasing order,
+    # 8-connectivity and the outside. The map is padded by one cell on each side: the
+    # padding never enters H0, and in H1 it is the outside (rank 0, older than any pixel,
+    # a neighbour of every border pixel from the start), so no neighbour needs a check.
+    n, N = values.shape
+    Wp = W + 2
+    Np = (H + 2) * Wp
+    pad = np.empty(N, np.int64)  # pixel -> padded cell
+    inside = np.zeros(Np, np.bool_)
+    for p in range(N):
+        pad[p] = (p // W + 1) * Wp + p % W + 1
+        inside[pad[p]] = True
+    off = np.empty(8, np.int64)
+    for k in range(8):
+        off[k] = _DI[k] * Wp + _DJ[k]
+    outside = np.zeros(Np, np.uint8)  # bits of the padding neighbours of each cell
+    for p in range(N):
+        for k in range(8):
+            if not inside[pad[p] + off[k]]:
+                outside[pad[p]] |= np.uint8(1 << k)
+    rk = np.zeros(Np, np.int64)  # padded cell -> position in the pass (padding: 0)
+    parent = np.zeros(N + 1, np.int64)  # union-find over positions; 0 is the outside
+    seen = np.empty(Np, np.uint8)
+    seq = np.empty(N, np.int64)  # the pixels in the pass's order
+    cells = np.empty(N, np.int64)  # and their padded cells
+    count = 0
+    for m in range(n):
+        v = values[m]
+        for dim in range(2):
+            if not dims[dim]:
+                continue
+            for r in range(N):
+                seq[r] = keys[m, r if dim == 0 else N - 1 - r] & 0xFFFFFFFF
+                cells[r] = pad[seq[r]]
+                rk[cells[r]] = r + 1
+            if dim == 0:
+                seen[:] = 0
+            else:
+                seen[:] = outside
+            count = _sweep(m, v, seq, cells, rk, parent, seen, rep4 if dim == 0 else rep8,
+                           lowest_bit, off, dim, out_map, out_pairs, count)
+    return count
+
+
+def pairs_batch(maps: np.ndarray, dims=(0, 1), keys: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Finite persistence pairs of every map of a batch, as pixel indices.
+
+    Parameters
+    ----------
+    maps : ndarray of shape (n_maps, H, W), float32 or float64, finite
+        Not validated here (:func:`~topofl_lib.topology.cubical.batch_pairs` does).
+    dims : tuple of int
+        Homology degrees to compute, a subset of ``(0, 1)``.
+    keys : ndarray or None
+        :func:`sorted_keys` of the flattened maps, if already computed.
+
+    Returns
+    -------
+    map_index : ndarray of int64, shape (n_pairs,)
+        The map of each pair; pairs are grouped by map, in increasing map order.
+    pairs : ndarray of int64, shape (n_pairs, 3)
+        Rows ``(dim, birth_pixel, death_pixel)``, pixels as C-order flat indices.
+    """
+    n, H, W = maps.shape
+    flat = np.ascontiguousarray(maps.reshape(n, H * W))
+    if keys is None:
+        keys = sorted_keys(flat)
+    want = np.array([0 in dims, 1 in dims], dtype=np.bool_)
+    out_map = np.empty(n * H * W, np.int64)
+    out_pairs = np.empty((n * H * W, 3), np.int64)
+    count = _kernel(flat, keys, H, W, want, out_map, out_pairs, _REP4, _REP8, _LOWEST_BIT)
+    return out_map[:count].copy(), out_pairs[:count].copy()
