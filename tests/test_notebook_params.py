@@ -100,11 +100,15 @@ def test_notebook_cells_match_the_registry(name):
     calls = [n for n in ast.walk(ast.parse(first.source)) if isinstance(n, ast.Call)
              and getattr(n.func, "id", None) == "notebook_parameters"]
     assert len(calls) == 1 and calls[0].args[0].value == name
+    assert "cfg = notebook_parameters(" in first.source
     assert {k.arg for k in calls[0].keywords} == {*NOTEBOOKS[name].spec, "profile", "output_dir"}
     assert all(isinstance(k.value, ast.Name) and k.value.id == k.arg for k in calls[0].keywords)
     later = "\n".join(c.source for c in _code_cells(name)[2:])
-    assert "write_claims(claims, results_dir, p.claims)" in later
-    assert "p.profile" in later and "check_parameters" not in later
+    rebound = [n for n in ast.walk(ast.parse(later)) if isinstance(n, ast.Name)
+               and n.id == "cfg" and isinstance(n.ctx, ast.Store)]
+    assert not rebound, "a later cell rebinds cfg (the validated parameters)"
+    assert "write_claims(claims, results_dir, cfg.claims)" in later
+    assert "cfg.profile" in later and "check_parameters" not in later
 
 
 @pytest.mark.parametrize(("name", "params", "message"), [

@@ -6,8 +6,8 @@ This module is the one source of the profiles. A notebook's ``parameters`` cell 
 the Nones from the profile, validates every value (lists element by element) and returns
 them with the output folders, before anything runs or is written::
 
-    p = notebook_parameters("robustness", profile=profile, n_seeds=n_seeds, ...)
-    n_seeds, n_rounds = p.n_seeds, p.n_rounds
+    cfg = notebook_parameters("robustness", profile=profile, n_seeds=n_seeds, ...)
+    n_seeds, n_rounds = cfg.n_seeds, cfg.n_rounds
 
 ``python -m topofl_lib reproduce`` passes only ``profile`` and ``output_dir``.
 
