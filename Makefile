@@ -4,6 +4,7 @@
 #                    nbval and ruff
 # PROFILE=auto runs the papers' protocols where a CUDA GPU is present and the CPU profile
 # (papers' protocols except for the two deep notebooks, reduced there) otherwise.
+# PROFILE=quick never publishes: it writes build/reproduce/quick/ (see the README).
 PYTHON  ?= python3
 PROFILE ?= auto
 VENV    := .venv

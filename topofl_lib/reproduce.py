@@ -1,102 +1,59 @@
-"""Run the notebooks through papermill and write the results-versus-paper table.
+"""Run the notebooks through papermill and publish their results, never half of them.
 
-``python -m topofl_lib reproduce --profile quick|cpu|paper|auto [--only NAME ...]`` executes
-every registered notebook (or those named) with the profile's parameters, writes the
-executed copies to ``<output>/build/notebooks/``, figures to ``<output>/figures/``,
-per-notebook claim rows to ``<output>/results/claims/``, and finally merges them into
-``<output>/results/claims.csv`` and ``<output>/results/comparison.md``.
+``python -m topofl_lib reproduce --profile quick|cpu|paper|auto [--only NAME ...] [--force]``
+executes every registered notebook (or those named) with the profile's parameters
+(:mod:`topofl_lib.notebook_params` holds them; ``reproduce`` passes only ``profile`` and
+``output_dir``).
 
-Profiles: ``quick`` (CI, minutes), ``paper`` (the papers' protocols: seeds, rounds,
-epochs, full datasets), ``cpu`` (the paper profile where it runs on a CPU in
-reasonable time, which is every notebook but the two deep ones; for those, a reduced
-protocol that runs in about an hour on 2 cores, stated in the notebooks), and ``auto``
-(``paper`` when a CUDA GPU is present, else ``cpu``).
+Profiles, ranked ``quick`` < ``cpu`` < ``paper``: ``quick`` (CI, minutes), ``cpu`` (the
+papers' protocols for every notebook but the two deep ones, which run a reduced protocol
+of about an hour on 2 cores), ``paper`` (the papers' protocols everywhere; meant for a
+GPU) and ``auto`` (``paper`` with a CUDA GPU, else ``cpu``).
+
+Where it writes:
+
+* ``quick`` never publishes: figures, results (claim files, ``claims.csv``,
+  ``comparison.md``) and executed notebooks go to ``build/reproduce/quick/``.
+* ``cpu`` and ``paper`` publish into the repository's ``figures/`` and ``results/``
+  (executed notebooks in ``build/notebooks/``), one notebook at a time. A notebook whose
+  published claim rows were measured under a higher-ranked profile with other
+  parameters is refused (before anything runs) unless ``--force``.
+
+Each notebook runs with ``output_dir`` set to a fresh staging folder under
+``build/reproduce/staging/``; only when it has succeeded are its files moved into place
+(:mod:`topofl_lib.publish`: a journal, ``os.replace`` per file, its stale files removed),
+and then ``claims.csv`` and ``comparison.md`` are regenerated from the per-notebook
+claim files, each written to a temporary file and renamed. A failed or interrupted
+notebook leaves every published file as it was; its staging folder (with the executed
+notebook showing the error) stays until the next run.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
+import shutil
 import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from ._validation import check_int
-from .results import collect_claims, comparison_markdown
+from .notebook_params import NOTEBOOKS, PROFILES, Notebook
+from .publish import Target, finish_pending, publish, published_profiles
 
-__all__ = ["NOTEBOOKS", "PROFILES", "check_parameters", "main", "output_dirs", "reproduce",
-           "resolve_profile"]
+__all__ = ["ProfileRefused", "ReproduceError", "main", "reproduce", "resolve_profile"]
 
-PROFILES = ("quick", "cpu", "paper")
 
-#: notebook name -> {profile: papermill parameters}
-NOTEBOOKS: dict[str, dict[str, dict]] = {
-    "scenario_a_healthcare": {
-        "quick": {"profile": "quick", "n_seeds": 3, "n_rounds": 15},
-        "paper": {"profile": "paper", "n_seeds": 20, "n_rounds": 15},
-    },
-    "scenario_b_benchmark": {
-        "quick": {"profile": "quick", "n_seeds": 3, "n_rounds": 15},
-        "paper": {"profile": "paper", "n_seeds": 20, "n_rounds": 15},
-    },
-    "robustness": {
-        "quick": {"profile": "quick", "n_seeds": 3, "n_rounds": 10, "rates": [0.0, 0.3, 0.5]},
-        "paper": {"profile": "paper", "n_seeds": 10, "n_rounds": 10,
-                  "rates": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]},
-    },
-    "continual_drift": {
-        "quick": {"profile": "quick", "n_seeds": 3, "n_rounds": 20},
-        "paper": {"profile": "paper", "n_seeds": 20, "n_rounds": 20},
-    },
-    "ablation_theorems": {
-        "quick": {"profile": "quick", "n_seeds": 3, "n_rounds": 15},
-        "paper": {"profile": "paper", "n_seeds": 20, "n_rounds": 15,
-                  "betas": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0],
-                  "cluster_counts": [1, 2, 3, 4, 5, 6]},
-    },
-    "gfc_clustering": {
-        "quick": {"profile": "quick", "n_seeds": 2},
-        "paper": {"profile": "paper", "n_seeds": 10,
-                  "epsilons": [1000.0, 100.0, 10.0, 1.0, 0.1, 0.05, 0.01],
-                  "datasets": ["iris", "wine", "breast_cancer", "digits", "mnist5k", "blobs2d",
-                               "blobs10d"],
-                  "local_counts": [5, 15, 30, 60], "client_counts": [100, 1000],
-                  "scalability_seeds": 10},
-    },
-    "privacy_analysis": {
-        "quick": {"profile": "quick", "n_seeds": 3, "attack_seeds": 1, "attack_clients": 2,
-                  "batch_sizes": [1, 2, 4], "gradient_iters": 300, "descriptor_iters": 150,
-                  "mia_targets": 16, "mia_shadows": 8},
-        "paper": {"profile": "paper", "n_seeds": 10, "attack_seeds": 3, "attack_clients": 3,
-                  "batch_sizes": [1, 2, 4, 8, 16], "gradient_iters": 1500,
-                  "descriptor_iters": 1000, "mia_targets": 100, "mia_shadows": 16},
-    },
-}
+class ReproduceError(RuntimeError):
+    """A notebook failed, or publishing it was refused; the message says which and why."""
 
-NOTEBOOKS["fedtopo"] = {
-    "quick": {"profile": "quick", "n_seeds": 1, "n_rounds": 2, "local_epochs": 1,
-              "n_train": 1500, "n_test": 500, "tal_every": 4, "n_val": 300,
-              "tgbs_pairs": 200},
-    "cpu": {"profile": "cpu", "n_seeds": 3, "n_rounds": 5, "local_epochs": 2,
-            "n_train": 12000, "n_test": 2000, "tal_every": 4, "n_val": 1000,
-            "tgbs_pairs": 500},
-    "paper": {"profile": "paper", "n_seeds": 5, "n_rounds": 5, "local_epochs": 5,
-              "n_train": 60000, "n_test": 10000, "tal_every": 1, "n_val": 1000,
-              "tgbs_pairs": 500},
-}
-NOTEBOOKS["ptopofl_deep"] = {
-    "quick": {"profile": "quick", "n_seeds": 1, "n_rounds": 2, "local_epochs": 1,
-              "n_train": 2000, "n_test": 500},
-    "cpu": {"profile": "cpu", "n_seeds": 3, "n_rounds": 10, "local_epochs": 1,
-            "n_train": 12000, "n_test": 2000},
-    "paper": {"profile": "paper", "n_seeds": 5, "n_rounds": 100, "local_epochs": 5,
-              "n_train": 60000, "n_test": 10000},
-}
-for _name, _profiles in NOTEBOOKS.items():  # the CPU runs the paper protocol elsewhere
-    _profiles.setdefault("cpu", _profiles["paper"])
 
-ENV_OUTPUT = "TOPOFL_OUTPUT_DIR"
+class ProfileRefused(ReproduceError):
+    """Publishing would replace results of a higher-ranked profile (use ``force``)."""
 
 
 def resolve_profile(profile: str) -> str:
@@ -111,85 +68,143 @@ def resolve_profile(profile: str) -> str:
     return profile
 
 
-def output_dirs(output_dir=None) -> tuple[Path, Path]:
-    """``(figures_dir, results_dir)`` for a notebook run.
+def _refusal(name: str, notebook: Notebook, results_dir: Path, profile: str) -> str | None:
+    """Why publishing ``name`` under ``profile`` would lose better results (None: it would not)."""
+    published = published_profiles(results_dir, notebook.claims)
+    for old in sorted(published or ()):
+        if old in PROFILES and (PROFILES.index(old) <= PROFILES.index(profile)
+                                or notebook.values(old) == notebook.values(profile)):
+            continue
+        why = (f"measured under the higher-ranked profile {old!r}" if old in PROFILES
+               else f"measured under profile {old!r}, which reproduce does not rank")
+        return (f"notebook {name!r}: its published results "
+                f"(results/claims/{notebook.claims}.csv) were {why}; --profile {profile} "
+                f"would replace them. Run it with --profile {old}, leave it out of --only, "
+                "or add --force to replace them.")
+    return None
 
-    ``output_dir`` (a notebook parameter) wins; else the environment variable
-    ``TOPOFL_OUTPUT_DIR`` (the test command sets it so that validating notebooks never
-    overwrites the committed paper-profile figures); else the repository root, taken as
-    the parent of the ``notebooks/`` folder the notebook runs in.
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ReproduceError(f"another reproduce run holds {path}; wait for it "
+                                 "to finish") from None
+        yield
+
+
+def reproduce(profile: str = "quick", only: Sequence[str] | None = None,
+              notebooks_dir="notebooks", output_dir=".", kernel: str | None = None,
+              force: bool = False, *, notebooks: Mapping[str, Notebook] | None = None) -> Path:
+    """Execute the notebooks of ``profile`` and publish their outputs; see the module doc.
+
+    Parameters
+    ----------
+    profile : {"quick", "cpu", "paper", "auto"}
+    only : list of str, optional
+        Run only these notebooks.
+    notebooks_dir : path
+        Folder of the ``<name>.ipynb`` files.
+    output_dir : path
+        The repository root (``figures/``, ``results/`` and ``build/`` below it).
+    kernel : str, optional
+        Jupyter kernel name (default: the notebook's).
+    force : bool
+        Replace published results of a higher-ranked profile.
+    notebooks : mapping, optional
+        Name -> :class:`~topofl_lib.notebook_params.Notebook` (default:
+        :data:`~topofl_lib.notebook_params.NOTEBOOKS`).
+
+    Returns
+    -------
+    pathlib.Path
+        The ``claims.csv`` written (``build/reproduce/quick/results/claims.csv`` for the
+        quick profile).
+
+    Raises
+    ------
+    ValueError
+        Unknown profile or notebook name (nothing has run).
+    ProfileRefused
+        A notebook's published results come from a higher-ranked profile (nothing has run).
+    ReproduceError
+        A notebook failed: it published nothing (those before it are published).
     """
-    if output_dir is None:
-        output_dir = os.environ.get(ENV_OUTPUT)
-    if output_dir is None:
-        cwd = Path.cwd()
-        output_dir = cwd.parent if cwd.name == "notebooks" else cwd
-    if not isinstance(output_dir, (str, os.PathLike)):
-        raise TypeError(f"output_dir must be a path or None, got {output_dir!r}")
-    root = Path(output_dir).resolve()
-    return root / "figures", root / "results"
-
-
-def check_parameters(profile: str, **counts: int) -> None:
-    """Validate a notebook's parameters (papermill injects them) in its first code cell.
-
-    ``profile`` must be a known profile and every keyword a positive int, e.g.
-    ``check_parameters(profile, n_seeds=n_seeds, n_rounds=n_rounds)``. Raises
-    ``ValueError``/``TypeError`` naming the parameter, so a malformed ``-p n_seeds ten``
-    fails in the parameters cell instead of deep inside a run.
-    """
-    if profile not in PROFILES:
-        raise ValueError(f"unknown profile {profile!r}; expected one of {list(PROFILES)}")
-    for name, value in counts.items():
-        check_int(value, name, low=1)
-
-
-def reproduce(profile: str = "quick", only: list[str] | None = None,
-              notebooks_dir="notebooks", output_dir=".", kernel: str | None = None) -> Path:
-    """Execute the notebooks of ``profile`` and write the claims table; returns its path."""
     import papermill as pm
 
     profile = resolve_profile(profile)
-    names = list(NOTEBOOKS) if not only else list(only)
-    unknown = [n for n in names if n not in NOTEBOOKS]
+    registry = NOTEBOOKS if notebooks is None else notebooks
+    names = list(only) if only else list(registry)
+    unknown = [n for n in names if n not in registry]
     if unknown:
-        raise ValueError(f"unknown notebook(s) {unknown}; expected names from {list(NOTEBOOKS)}")
+        raise ValueError(f"unknown notebook(s) {unknown}; expected names from {list(registry)}")
     notebooks_dir = Path(notebooks_dir).resolve()
-    out = Path(output_dir).resolve()
-    executed = out / "build" / "notebooks"
-    executed.mkdir(parents=True, exist_ok=True)
-    bar = tqdm(names, desc=f"notebooks ({profile})", unit="nb")
-    for name in bar:
-        bar.set_postfix_str(name)
-        src = notebooks_dir / f"{name}.ipynb"
-        if not src.exists():
-            raise FileNotFoundError(f"notebook {src} not found (run from the repository root)")
-        params = {**NOTEBOOKS[name][profile], "output_dir": str(out)}
-        pm.execute_notebook(str(src), str(executed / f"{name}.ipynb"), parameters=params,
-                            cwd=str(notebooks_dir), kernel_name=kernel, progress_bar=False)
-    results = out / "results"
-    claims = collect_claims(results)
-    claims.to_csv(results / "claims.csv", index=False, float_format="%.6g")
-    header = (
-        f"# Results versus the papers\n\nGenerated by `python -m topofl_lib reproduce "
-        f"--profile {profile}`. Ours: mean ± sample standard deviation over seeds (the "
-        "spread of single runs, not the error of the mean). The papers report single "
-        "runs, so 'paper within ±2 sd' asks whether the paper's number is a plausible "
-        "single run of our setting; it is a coarse check, not a test. Paired tests "
-        "between methods are in the notebooks.\n\n"
-    )
-    (results / "comparison.md").write_text(header + comparison_markdown(claims))
-    return results / "claims.csv"
+    missing = [n for n in names if not (notebooks_dir / f"{n}.ipynb").exists()]
+    if missing:
+        raise FileNotFoundError(f"notebook(s) {missing} not found in {notebooks_dir} "
+                                "(run from the repository root)")
+    target = Target(Path(output_dir).resolve(), published=profile != "quick")
+    other = Target(target.base, published=not target.published)
+    with _locked(target.work / f".lock-{target.kind}"):
+        done = finish_pending(target)
+        if done:
+            print(f"completed the interrupted publishing of {done!r}", file=sys.stderr)
+        if other.published and other.journal.exists():
+            print("an interrupted publishing into figures/ and results/ is pending; the next "
+                  "cpu or paper run completes it", file=sys.stderr)
+        if target.published:
+            refusals = [r for n in names
+                        if (r := _refusal(n, registry[n], target.results, profile))]
+            if refusals and not force:
+                raise ProfileRefused("\n".join(refusals))
+        staging = target.work / "staging"
+        for old in staging.glob(f"{target.kind}-*"):
+            shutil.rmtree(old, ignore_errors=True)
+        run_dir = staging / f"{target.kind}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        run_dir.mkdir(parents=True)
+        if os.stat(run_dir).st_dev != os.stat(target.base).st_dev:
+            raise ReproduceError(f"{run_dir} is on another filesystem than {target.base}; "
+                                 "files cannot be moved into place atomically")
+        bar = tqdm(names, desc=f"notebooks ({profile})", unit="nb")
+        for name in bar:
+            bar.set_postfix_str(name)
+            stage = run_dir / name
+            executed = stage / f"{name}.ipynb"
+            stage.mkdir()
+            try:
+                pm.execute_notebook(str(notebooks_dir / f"{name}.ipynb"), str(executed),
+                                    parameters={"profile": profile, "output_dir": str(stage)},
+                                    cwd=str(notebooks_dir), kernel_name=kernel,
+                                    progress_bar=False)
+            except Exception as exc:  # papermill's error carries the cell's exception
+                what = (f"{exc.ename}: {exc.evalue}" if isinstance(exc, pm.PapermillExecutionError)
+                        else f"{type(exc).__name__}: {exc}")
+                raise ReproduceError(
+                    f"notebook {name!r} failed ({what}); nothing of it was published. The "
+                    f"executed copy with the error: {executed}") from exc
+            try:
+                publish(stage, target, name, registry[name].claims, profile)
+            except RuntimeError as exc:
+                raise ReproduceError(str(exc)) from exc
+            shutil.rmtree(stage)
+        shutil.rmtree(run_dir)
+    return target.results / "claims.csv"
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(prog="python -m topofl_lib")
     sub = parser.add_subparsers(dest="command", required=True)
-    rep = sub.add_parser("reproduce", help="run the notebooks and write results/")
+    rep = sub.add_parser("reproduce", help="run the notebooks; cpu/paper publish into "
+                                           "figures/ and results/, quick into build/")
     rep.add_argument("--profile", choices=[*PROFILES, "auto"], default="quick")
     rep.add_argument("--only", nargs="+", metavar="NAME", choices=list(NOTEBOOKS),
                      help="run only these notebooks")
+    rep.add_argument("--force", action="store_true",
+                     help="replace published results of a higher-ranked profile")
     rep.add_argument("--notebooks-dir", default="notebooks")
     rep.add_argument("--output-dir", default=".")
     rep.add_argument("--kernel", default=None, help="Jupyter kernel name (default: notebook's)")
@@ -205,8 +220,17 @@ def main(argv: list[str] | None = None) -> int:
 
         flower_demo(args.method, args.rounds, args.seed, args.workdir)
         return 0
-    path = reproduce(args.profile, args.only, args.notebooks_dir, args.output_dir, args.kernel)
-    print(f"wrote {path} and {path.with_name('comparison.md')}")
+    try:
+        path = reproduce(args.profile, args.only, args.notebooks_dir, args.output_dir,
+                         args.kernel, args.force)
+    except ReproduceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, ProfileRefused) else 1
+    if args.profile == "quick":
+        print(f"quick profile: nothing was published; figures, results and executed notebooks "
+              f"are in {path.parent.parent}")
+    else:
+        print(f"wrote {path} and {path.with_name('comparison.md')}")
     return 0
 
 

@@ -7,7 +7,7 @@ per-seed measurements into rows ``id, measured_mean, measured_std, n_seeds, prof
 with :func:`claim_rows` and writes them with :func:`write_claims`; the reproduce
 command merges every notebook's rows (:func:`collect_claims`) into
 ``results/claims.csv`` and renders ``results/comparison.md``
-(:func:`comparison_markdown`).
+(:func:`comparison_document`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from .outputs import atomic_path
 
 __all__ = [
     "CLAIM_COLUMNS",
@@ -30,6 +32,7 @@ __all__ = [
     "claim_rows",
     "collect_claims",
     "compare_with_paper",
+    "comparison_document",
     "comparison_markdown",
     "load_paper_claims",
     "table1_claim_values",
@@ -150,24 +153,54 @@ def deep_claim_values(final: pd.DataFrame) -> tuple[dict[str, np.ndarray], dict[
 
 
 def write_claims(rows: pd.DataFrame, results_dir, name: str) -> Path:
-    """Write one notebook's claim rows to ``results_dir/claims/<name>.csv``."""
+    """Write one notebook's claim rows to ``results_dir/claims/<name>.csv`` (atomically)."""
     path = Path(results_dir) / "claims" / f"{name}.csv"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    rows.to_csv(path, index=False, float_format="%.6g")
+    with atomic_path(path) as tmp:
+        rows.to_csv(tmp, index=False, float_format="%.6g")
     return path
 
 
-def collect_claims(results_dir) -> pd.DataFrame:
-    """Merge every ``results_dir/claims/*.csv`` (sorted by claim-table order)."""
+def _read_claims(results_dir) -> pd.DataFrame:
+    """Every ``claims/*.csv`` merged, with a ``source`` column (the file's stem)."""
     files = sorted((Path(results_dir) / "claims").glob("*.csv"))
     if not files:
-        return pd.DataFrame(columns=CLAIM_COLUMNS)
-    merged = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+        return pd.DataFrame(columns=[*CLAIM_COLUMNS, "source"])
+    merged = pd.concat([pd.read_csv(f).assign(source=f.stem) for f in files], ignore_index=True)
     notes = merged["note"] if "note" in merged else pd.Series("", index=merged.index)
     merged["note"] = notes.astype(object).where(notes.notna(), "")
     order = {cid: i for i, cid in enumerate(load_paper_claims().index)}
     merged = merged.drop_duplicates("id", keep="last")
     return merged.sort_values("id", key=lambda s: s.map(order)).reset_index(drop=True)
+
+
+def collect_claims(results_dir) -> pd.DataFrame:
+    """Merge every ``results_dir/claims/*.csv`` (sorted by claim-table order)."""
+    return _read_claims(results_dir)[CLAIM_COLUMNS]
+
+
+def comparison_document(results_dir) -> tuple[pd.DataFrame, str]:
+    """The merged claims table and the text of ``comparison.md``.
+
+    The header lists each profile present with its row count and the claim files
+    (one per notebook) measured under it, so it never names one profile for rows of
+    another.
+    """
+    merged = _read_claims(results_dir)
+    claims = merged[CLAIM_COLUMNS]
+    lines = [f"- `{profile}`: {len(g)} rows ({', '.join(sorted(g['source'].unique()))})"
+             for profile, g in merged.groupby("profile", sort=True)]
+    header = (
+        "# Results versus the papers\n\nEach row carries the profile it was measured under "
+        "(`python -m topofl_lib reproduce --profile NAME`; see the README). Rows by "
+        "profile, with the claim files (`results/claims/`) they come from:\n\n"
+        + ("\n".join(lines) or "- none") + "\n\n"
+        "Ours: mean ± sample standard deviation over seeds (the "
+        "spread of single runs, not the error of the mean). The papers report single "
+        "runs, so 'paper within ±2 sd' asks whether the paper's number is a plausible "
+        "single run of our setting; it is a coarse check, not a test. Paired tests "
+        "between methods are in the notebooks.\n\n"
+    )
+    return claims, header + comparison_markdown(claims)
 
 
 def compare_with_paper(measured: pd.DataFrame) -> pd.DataFrame:

@@ -8,7 +8,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
+
+from ..outputs import atomic_path, write_text_atomic
 
 __all__ = [
     "METHOD_COLOURS",
@@ -103,20 +106,25 @@ def paired_difference_plot(paired: pd.DataFrame, reference: str = "pTopoFL",
 def save_figure(fig: go.Figure, name: str, figures_dir) -> list[Path]:
     """Write ``fig`` as ``<name>.html`` and, where a Chromium is available, ``<name>.png``.
 
-    The HTML files share one ``plotly.min.js`` in ``figures_dir`` (written once), so
-    they open offline. PNG export uses kaleido, which needs Chromium (Debian package
+    Each file is written atomically (a temporary file renamed over the target), so an
+    interrupted run never leaves a partial figure. The HTML files share one
+    ``plotly.min.js`` in ``figures_dir``, written once (also atomically), so they open
+    offline. PNG export uses kaleido, which needs Chromium (Debian package
     ``chromium``); without it a warning is issued once and only HTML is written.
     """
     global _PNG_FAILED
     out = Path(figures_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    html = out / f"{name}.html"
-    fig.write_html(html, include_plotlyjs="directory", full_html=True)
+    html = write_text_atomic(out / f"{name}.html",
+                             fig.to_html(include_plotlyjs="directory", full_html=True))
+    bundle = out / "plotly.min.js"
+    if not bundle.exists():
+        write_text_atomic(bundle, get_plotlyjs())
     written = [html]
     if not _PNG_FAILED:
         try:
             png = out / f"{name}.png"
-            fig.write_image(png, scale=1.5)
+            with atomic_path(png) as tmp:
+                fig.write_image(tmp, format="png", scale=1.5)
             written.append(png)
         except Exception as exc:  # kaleido raises several types when Chromium is missing
             _PNG_FAILED = True

@@ -1,0 +1,184 @@
+"""Notebook parameters: one source per profile, every value validated before a write."""
+
+import ast
+import os
+from pathlib import Path
+
+import nbformat
+import papermill as pm
+import pytest
+
+from topofl_lib.notebook_params import (
+    NOTEBOOKS,
+    PROFILES,
+    ListOf,
+    Notebook,
+    Real,
+    notebook_parameters,
+)
+from topofl_lib.outputs import atomic_path, output_dirs, write_text_atomic
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize(("notebook", "bad", "error", "message"), [
+    ("ablation_theorems", {"betas": [2.0]}, ValueError, r"betas\[0\] must be <= 1.0, got 2.0"),
+    ("ablation_theorems", {"betas": 0.5}, TypeError, "betas must be a list, got 0.5"),
+    ("ablation_theorems", {"cluster_counts": [2, 9]}, ValueError,
+     r"cluster_counts\[1\] must be <= 8, got 9"),
+    ("ablation_theorems", {"etas": []}, ValueError, "etas must have at least 1 entry"),
+    ("robustness", {"rates": [0.0, 0.7]}, ValueError, r"rates\[1\] must be <= 0.5, got 0.7"),
+    ("robustness", {"attacks": ["sign_flip"]}, ValueError,
+     r"attacks must contain \['label_flip'\]"),
+    ("robustness", {"rates": [0.3, 0.3]}, ValueError, "rates has repeated entries"),
+    ("gfc_clustering", {"datasets": ["iris", "irs"]}, ValueError, r"unknown datasets\[1\] 'irs'"),
+    ("gfc_clustering", {"epsilons": [1.0, 0.0]}, ValueError, r"epsilons\[1\] must be > 0.0"),
+    ("privacy_analysis", {"n_seeds": "3"}, TypeError, "n_seeds must be an int, got '3'"),
+    ("privacy_analysis", {"mia_sizes": [1]}, ValueError, r"mia_sizes\[0\] must be >= 2"),
+    ("continual_drift", {"n_rounds": 10}, ValueError, "n_rounds must be >= 11, got 10"),
+    ("continual_drift", {"drift_threshold": float("nan")}, ValueError,
+     "drift_threshold must be finite"),
+    ("fedtopo", {"loss_range": [0.5, 0.1]}, ValueError, "loss_range must be \"calibrate\" or"),
+    ("fedtopo", {"loss_range": "calibrated"}, ValueError, "loss_range must be"),
+    ("fedtopo", {"methods": ["FedAvg"]}, ValueError, r"methods must contain \['FedTopo'\]"),
+    ("ptopofl_deep", {"n_clients": 2}, ValueError, "n_clients must be >= 3, got 2"),
+    ("ptopofl_deep", {"alphas": [0.1, True]}, TypeError, r"alphas\[1\] must be a real number"),
+    ("scenario_a_healthcare", {"n_rounds": 0}, ValueError, "n_rounds must be >= 1, got 0"),
+    ("scenario_a_healthcare", {"n_seed": 3}, TypeError, r"has no parameter\(s\) \['n_seed'\]"),
+    ("scenario_b_benchmark", {"profile": "fast"}, ValueError, "unknown profile 'fast'"),
+])
+def test_bad_parameters_name_parameter_and_value(notebook, bad, error, message, tmp_path):
+    """Malformed scalars, lists and names raise, naming the parameter and the value."""
+    with pytest.raises(error, match=message):
+        notebook_parameters(notebook, output_dir=tmp_path, **bad)
+    assert not any(tmp_path.iterdir())
+
+
+def test_none_takes_the_profile_value_and_overrides_say_custom(tmp_path):
+    """None fills from the profile; a changed value makes the rows' profile 'custom'."""
+    p = notebook_parameters("robustness", profile="cpu", n_seeds=None, output_dir=tmp_path)
+    assert p.profile == "cpu"
+    assert p.n_seeds == 10 and p.rates == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]
+    assert (p.figures_dir, p.results_dir) == (tmp_path / "figures", tmp_path / "results")
+    assert p.claims == "robustness"
+    assert notebook_parameters("robustness", profile="cpu", n_seeds=10,
+                               output_dir=tmp_path).profile == "cpu"
+    custom = notebook_parameters("robustness", profile="cpu", rates=(0, 0.5), output_dir=tmp_path)
+    assert custom.profile == "custom" and custom.rates == [0.0, 0.5]
+    with pytest.raises(AttributeError, match="no parameter 'betas'"):
+        custom.betas  # noqa: B018
+    loss = notebook_parameters("fedtopo", loss_range=[0.01, 2], output_dir=tmp_path).loss_range
+    assert loss == [0.01, 2.0]
+
+
+def test_every_profile_value_is_valid_and_complete():
+    """Every notebook gives every parameter a valid value in every profile."""
+    for notebook in NOTEBOOKS.values():
+        for profile in PROFILES:
+            values = notebook.values(profile)
+            assert set(values) == set(notebook.spec)
+    with pytest.raises(ValueError, match=r"profile 'quick': betas\[0\] must be <= 1.0"):
+        Notebook("x", spec={"betas": ListOf(Real(0.0, 1.0))}, shared={},
+                 quick={"betas": [2.0]}, paper={"betas": [0.5]})
+
+
+def _code_cells(name):
+    nb = nbformat.read(REPO / "notebooks" / f"{name}.ipynb", as_version=4)
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+@pytest.mark.parametrize("name", list(NOTEBOOKS))
+def test_notebook_cells_match_the_registry(name):
+    """The parameters cell sets profile, None per parameter, output_dir; cell 2 passes them all."""
+    params, first = _code_cells(name)[:2]
+    assert "parameters" in params.metadata.get("tags", [])
+    assigned = {t.id: n.value for n in ast.parse(params.source).body
+                for t in n.targets if isinstance(t, ast.Name)}
+    assert assigned.pop("profile").value == "quick"
+    assert set(assigned) == {*NOTEBOOKS[name].spec, "output_dir"}
+    assert all(isinstance(v, ast.Constant) and v.value is None for v in assigned.values())
+    calls = [n for n in ast.walk(ast.parse(first.source)) if isinstance(n, ast.Call)
+             and getattr(n.func, "id", None) == "notebook_parameters"]
+    assert len(calls) == 1 and calls[0].args[0].value == name
+    assert "cfg = notebook_parameters(" in first.source
+    assert {k.arg for k in calls[0].keywords} == {*NOTEBOOKS[name].spec, "profile", "output_dir"}
+    assert all(isinstance(k.value, ast.Name) and k.value.id == k.arg for k in calls[0].keywords)
+    later = "\n".join(c.source for c in _code_cells(name)[2:])
+    rebound = [n for n in ast.walk(ast.parse(later)) if isinstance(n, ast.Name)
+               and n.id == "cfg" and isinstance(n.ctx, ast.Store)]
+    assert not rebound, "a later cell rebinds cfg (the validated parameters)"
+    assert "write_claims(claims, results_dir, cfg.claims)" in later
+    assert "cfg.profile" in later and "check_parameters" not in later
+
+
+@pytest.mark.parametrize(("name", "params", "message"), [
+    ("ablation_theorems", {"betas": [2.0]}, r"betas[0] must be <= 1.0, got 2.0"),
+    ("gfc_clustering", {"datasets": ["iris", "irs"]}, "unknown datasets[1] 'irs'"),
+    ("robustness", {"n_seeds": "ten"}, "n_seeds must be an int, got 'ten'"),
+])
+def test_papermill_bad_parameter_fails_first_cell_and_writes_nothing(
+        name, params, message, tmp_path, monkeypatch):
+    """The issue's example: papermill -y "betas: [2.0]" fails in the first code cell."""
+    out = tmp_path / "out"
+    monkeypatch.setenv("TOPOFL_OUTPUT_DIR", str(out))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    executed = tmp_path / "executed.ipynb"
+    with pytest.raises(pm.PapermillExecutionError) as err:
+        pm.execute_notebook(str(REPO / "notebooks" / f"{name}.ipynb"), str(executed),
+                            parameters=params, cwd=str(REPO / "notebooks"), progress_bar=False)
+    assert message in err.value.evalue
+    assert not out.exists()
+    ran = [c for c in nbformat.read(executed, as_version=4).cells
+           if c.cell_type == "code" and c.execution_count]
+    assert len(ran) == 3  # parameters, injected parameters, the failing first code cell
+
+
+def test_output_dirs_default_env_and_refusal(tmp_path, monkeypatch):
+    """Default build/interactive; $TOPOFL_OUTPUT_DIR; the published folders are refused."""
+    monkeypatch.delenv("TOPOFL_OUTPUT_DIR", raising=False)
+    monkeypatch.chdir(REPO / "notebooks")
+    assert output_dirs() == (REPO / "build" / "interactive" / "figures",
+                             REPO / "build" / "interactive" / "results")
+    monkeypatch.setenv("TOPOFL_OUTPUT_DIR", str(tmp_path))
+    assert output_dirs() == (tmp_path / "figures", tmp_path / "results")
+    assert output_dirs(tmp_path / "x")[1] == tmp_path / "x" / "results"
+    with pytest.raises(ValueError, match="published folder"):
+        output_dirs("..")  # the repository root, seen from notebooks/
+    monkeypatch.setenv("TOPOFL_OUTPUT_DIR", str(REPO))
+    with pytest.raises(ValueError, match=r"\$TOPOFL_OUTPUT_DIR.*only `python -m topofl_lib "
+                                         r"reproduce"):
+        output_dirs()
+    with pytest.raises(TypeError, match="output_dir must be a path or None"):
+        output_dirs(3)
+
+
+def test_atomic_writes_leave_no_partial_file(tmp_path):
+    """A failed write keeps the old content and leaves no temporary file."""
+    target = write_text_atomic(tmp_path / "a.csv", "old\n")
+    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("interrupted")
+    assert target.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.csv"]
+    with atomic_path(target) as tmp:
+        assert tmp.parent == tmp_path and tmp.suffix == ".csv"
+        tmp.write_text("new\n")
+    assert target.read_text() == "new\n" and len(list(tmp_path.iterdir())) == 1
+
+
+def test_save_figure_writes_html_and_one_bundle(tmp_path, monkeypatch):
+    """save_figure writes the HTML atomically and plotly.min.js once."""
+    import plotly.graph_objects as go
+
+    from topofl_lib.viz import figures
+
+    monkeypatch.setattr(figures, "_PNG_FAILED", True)  # HTML only: no Chromium start
+    fig = go.Figure(go.Scatter(x=[0, 1], y=[1, 0]))
+    assert figures.save_figure(fig, "a", tmp_path) == [tmp_path / "a.html"]
+    bundle = tmp_path / "plotly.min.js"
+    stamp = bundle.stat().st_mtime_ns
+    figures.save_figure(fig, "b", tmp_path)
+    assert bundle.stat().st_mtime_ns == stamp
+    assert 'src="plotly.min.js"' in (tmp_path / "b.html").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.html", "b.html", "plotly.min.js"]

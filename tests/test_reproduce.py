@@ -1,0 +1,300 @@
+"""reproduce publishes whole notebooks or nothing, keeps profiles apart, survives SIGKILL.
+
+Every test runs ``reproduce`` in a temporary copy: a tmp folder with two tiny notebooks
+(``tiny_a``, ``tiny_b``) registered through ``reproduce(notebooks=...)``. Each tiny
+notebook reads ``value.txt`` and writes two figures, the shared ``plotly.min.js`` and one
+claim row; flag files make it hang (after writing its figures) or fail.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+
+from topofl_lib.notebook_params import Int, Notebook
+from topofl_lib.publish import write_summary
+from topofl_lib.reproduce import ProfileRefused, ReproduceError, main, reproduce
+from topofl_lib.results import claim_rows, comparison_document, write_claims
+
+REPO = Path(__file__).resolve().parents[1]
+CLAIMS = {"tiny_a": "ptopofl.t1.hc.auc.fedavg", "tiny_b": "ptopofl.t1.hc.auc.fedprox"}
+
+CODE = '''\
+import time
+from pathlib import Path
+
+from topofl_lib.outputs import output_dirs
+from topofl_lib.results import claim_rows, write_claims
+
+figures_dir, results_dir = output_dirs(output_dir)
+value = float(Path("value.txt").read_text())
+figures_dir.mkdir(parents=True, exist_ok=True)
+names = [NAME] + ([NAME + "_extra"] if Path(NAME + ".extra").exists() else [])
+for name in names:
+    for ext in ("html", "png"):
+        (figures_dir / f"{name}.{ext}").write_text(f"{name} {value} {profile}")
+(figures_dir / "plotly.min.js").write_text("bundle")
+if Path(NAME + ".hang").exists():
+    Path(NAME + ".started").touch()
+    time.sleep(300)
+if Path(NAME + ".fail").exists():
+    raise RuntimeError("planned failure")
+write_claims(claim_rows({CLAIM: [value, value + 0.01]}, profile), results_dir, NAME)
+'''
+
+REGISTRY_CODE = '''\
+from topofl_lib.notebook_params import Int, Notebook
+
+
+def tiny(name, cpu=2):
+    return Notebook(name, spec={"n": Int(low=1)}, shared={}, quick={"n": 1}, cpu={"n": cpu},
+                    paper={"n": 3})
+
+
+REGISTRY = {"tiny_a": tiny("tiny_a"), "tiny_b": tiny("tiny_b")}
+'''
+namespace: dict = {}
+exec(REGISTRY_CODE, namespace)
+REGISTRY = namespace["REGISTRY"]
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    """A tmp 'repository' with the tiny notebooks; kernels import this checkout's code."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    monkeypatch.delenv("TOPOFL_OUTPUT_DIR", raising=False)
+    nbs = tmp_path / "notebooks"
+    nbs.mkdir()
+    for name, cid in CLAIMS.items():
+        nb = nbformat.v4.new_notebook()
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                     "language": "python"}
+        params = nbformat.v4.new_code_cell('profile = "quick"\noutput_dir = None')
+        params.metadata["tags"] = ["parameters"]
+        code = f"NAME, CLAIM = {name!r}, {cid!r}\n" + CODE
+        nb.cells = [params, nbformat.v4.new_code_cell(code)]
+        nbformat.write(nb, nbs / f"{name}.ipynb")
+    (nbs / "value.txt").write_text("1")
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "explorer_client_panel.png").write_bytes(b"not a notebook's")
+    return tmp_path
+
+
+def run(repo, profile="cpu", **kwargs):
+    return reproduce(profile, notebooks_dir=repo / "notebooks", output_dir=repo,
+                     notebooks=kwargs.pop("notebooks", REGISTRY), **kwargs)
+
+
+def published(repo) -> dict[str, bytes]:
+    """Every file under figures/ and results/, by relative path."""
+    return {p.relative_to(repo).as_posix(): p.read_bytes()
+            for d in ("figures", "results") for p in sorted((repo / d).rglob("*"))
+            if p.is_file()}
+
+
+def fake_published(repo, profile="cpu", value=1.0):
+    """A published state as an earlier run left it (no manifest: an older checkout)."""
+    for name, cid in CLAIMS.items():
+        for ext in ("html", "png"):
+            (repo / "figures" / f"{name}.{ext}").write_text(f"{name} old")
+        write_claims(claim_rows({cid: [value, value]}, profile), repo / "results", name)
+    (repo / "figures" / "plotly.min.js").write_text("bundle")
+    write_summary(repo / "results")
+    return published(repo)
+
+
+def files_of(name, files):
+    return {k for k in files if Path(k).name.startswith(f"{name}.")}
+
+
+def test_publish_then_quick_never_touches_published(repo):
+    """cpu publishes whole notebooks; quick writes only build/reproduce/quick/."""
+    path = run(repo, "cpu")
+    assert path == repo / "results" / "claims.csv"
+    before = published(repo)
+    claims = (repo / "results" / "claims.csv").read_text()
+    assert claims.count(",cpu,") == 2
+    assert "- `cpu`: 2 rows (tiny_a, tiny_b)" in (repo / "results" / "comparison.md").read_text()
+    assert (repo / "figures" / "tiny_a.png").read_text() == "tiny_a 1.0 cpu"
+    assert (repo / "build" / "notebooks" / "tiny_b.ipynb").exists()
+    manifest = json.loads((repo / "results" / "manifest.json").read_text())
+    assert manifest["tiny_a"] == {"profile": "cpu", "files": [
+        "figures/tiny_a.html", "figures/tiny_a.png", "results/claims/tiny_a.csv"]}
+    assert not list((repo / "build" / "reproduce" / "staging").iterdir())
+
+    (repo / "notebooks" / "value.txt").write_text("5")
+    quick = run(repo, "quick")
+    assert published(repo) == before  # byte-identical
+    root = repo / "build" / "reproduce" / "quick"
+    assert quick == root / "results" / "claims.csv"
+    assert quick.read_text().count(",quick,") == 2
+    assert (root / "figures" / "tiny_b.html").read_text() == "tiny_b 5.0 quick"
+    assert (root / "notebooks" / "tiny_a.ipynb").exists()
+
+
+def test_cli_quick_says_where_it_wrote(repo, monkeypatch, capsys):
+    """The CLI's quick run ends by saying nothing was published, and where its files are."""
+    monkeypatch.setattr("topofl_lib.reproduce.NOTEBOOKS", REGISTRY)
+    before = fake_published(repo)
+    assert main(["reproduce", "--profile", "quick", "--notebooks-dir",
+                 str(repo / "notebooks"), "--output-dir", str(repo), "--only", "tiny_a"]) == 0
+    out = capsys.readouterr().out
+    assert "nothing was published" in out and "build/reproduce/quick" in out
+    assert published(repo) == before
+
+
+def test_lower_profile_refused_without_force(repo, capsys, monkeypatch):
+    """cpu never replaces paper rows (other parameters) unless forced; nothing runs first."""
+    before = fake_published(repo, profile="paper")
+    with pytest.raises(ProfileRefused) as err:
+        run(repo, "cpu")
+    msg = str(err.value)
+    for word in ("tiny_a", "tiny_b", "'paper'", "cpu", "--force"):
+        assert word in msg
+    assert published(repo) == before
+    assert not (repo / "build" / "notebooks").exists()  # refused before running
+    monkeypatch.setattr("topofl_lib.reproduce.NOTEBOOKS", REGISTRY)
+    args = ["reproduce", "--profile", "cpu", "--notebooks-dir", str(repo / "notebooks"),
+            "--output-dir", str(repo)]
+    assert main(args) == 2
+    assert "--force" in capsys.readouterr().err and published(repo) == before
+
+    run(repo, "cpu", only=["tiny_a"], force=True)
+    rows = (repo / "results" / "claims.csv").read_text()
+    assert rows.count(",cpu,") == 1 and rows.count(",paper,") == 1
+    md = (repo / "results" / "comparison.md").read_text()
+    assert "- `cpu`: 1 rows (tiny_a)" in md and "- `paper`: 1 rows (tiny_b)" in md
+    assert "Generated by" not in md
+
+
+def test_same_protocol_is_not_refused(repo):
+    """Where cpu runs the paper protocol, cpu may replace paper rows (nothing is lost)."""
+    fake_published(repo, profile="paper")
+    same = {"tiny_a": Notebook("tiny_a", spec={"n": Int(low=1)}, shared={"n": 3},
+                               quick={}, paper={})}
+    run(repo, "cpu", only=["tiny_a"], notebooks=same)
+    assert ",cpu," in (repo / "results" / "claims" / "tiny_a.csv").read_text()
+
+
+def test_failed_notebook_publishes_nothing(repo):
+    """A failing notebook leaves its published files byte-identical; earlier ones publish."""
+    before = fake_published(repo)
+    (repo / "notebooks" / "value.txt").write_text("2")
+    (repo / "notebooks" / "tiny_b.fail").touch()
+    with pytest.raises(ReproduceError, match="'tiny_b' failed .RuntimeError: planned") as err:
+        run(repo, "cpu")
+    after = published(repo)
+    for key in files_of("tiny_b", before):
+        assert after[key] == before[key], key
+    assert (repo / "figures" / "tiny_a.html").read_text() == "tiny_a 2.0 cpu"
+    executed = Path(str(err.value).rsplit(": ", 1)[1])
+    assert executed.exists() and "planned failure" in executed.read_text()
+
+
+def test_stale_files_of_a_notebook_are_removed(repo):
+    """A figure the notebook no longer makes is removed; other files stay."""
+    (repo / "notebooks" / "tiny_a.extra").touch()
+    run(repo, "cpu", only=["tiny_a"])
+    assert (repo / "figures" / "tiny_a_extra.png").exists()
+    (repo / "notebooks" / "tiny_a.extra").unlink()
+    run(repo, "cpu", only=["tiny_a"])
+    assert not (repo / "figures" / "tiny_a_extra.png").exists()
+    assert (repo / "figures" / "tiny_a.png").exists()
+    assert (repo / "figures" / "explorer_client_panel.png").read_bytes() == b"not a notebook's"
+
+
+DRIVER = REGISTRY_CODE + '''
+import os
+import signal
+import sys
+
+from topofl_lib.reproduce import reproduce
+
+if sys.argv[2] == "kill-in-move":  # SIGKILL right after tiny_b's second file is in place
+    real = os.replace
+
+    def replace(src, dst):
+        real(src, dst)
+        if str(dst).endswith("tiny_b.png"):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    os.replace = replace
+root = sys.argv[1]
+reproduce("cpu", notebooks_dir=root + "/notebooks", output_dir=root, notebooks=REGISTRY)
+'''
+
+
+def start_driver(repo, mode):
+    (repo / "driver.py").write_text(DRIVER)
+    return subprocess.Popen([sys.executable, str(repo / "driver.py"), str(repo), mode],
+                            start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+
+
+def assert_consistent_summary(repo):
+    """claims.csv and comparison.md are exactly those of the per-notebook files."""
+    claims, markdown = comparison_document(repo / "results")
+    assert (repo / "results" / "claims.csv").read_text() == claims.to_csv(
+        index=False, float_format="%.6g")
+    assert (repo / "results" / "comparison.md").read_text() == markdown
+
+
+def test_sigkill_mid_run_leaves_old_or_finished_files(repo):
+    """SIGKILL while tiny_b runs: tiny_a's files all new, everything else byte-identical."""
+    before = fake_published(repo)
+    (repo / "notebooks" / "value.txt").write_text("2")
+    (repo / "notebooks" / "tiny_b.hang").touch()
+    proc = start_driver(repo, "hang")
+    try:
+        deadline = time.monotonic() + 240
+        while not (repo / "notebooks" / "tiny_b.started").exists():
+            assert proc.poll() is None, proc.stderr.read().decode()
+            assert time.monotonic() < deadline, "tiny_b never started"
+            time.sleep(0.2)
+        time.sleep(0.5)  # tiny_b's figures are in its staging folder now
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    after = published(repo)
+    new_a = files_of("tiny_a", before)
+    for key in new_a:
+        assert after[key] != before[key] and b"2" in after[key], key
+    summary = {"results/claims.csv", "results/comparison.md", "results/manifest.json"}
+    for key in set(before) - new_a - summary:
+        assert after[key] == before[key], key
+    assert set(after) == set(before) | {"results/manifest.json"}
+    assert_consistent_summary(repo)
+    means = pd.read_csv(repo / "results" / "claims.csv").set_index("id")["measured_mean"]
+    assert means[CLAIMS["tiny_a"]] == pytest.approx(2.005)
+    assert means[CLAIMS["tiny_b"]] == pytest.approx(1.0)
+    assert not (repo / "build" / "reproduce" / "journal-published.json").exists()
+
+
+def test_sigkill_while_moving_is_completed_by_the_next_run(repo):
+    """SIGKILL between two renames: the journal completes the notebook at the next run."""
+    before = fake_published(repo)
+    (repo / "notebooks" / "value.txt").write_text("2")
+    proc = start_driver(repo, "kill-in-move")
+    assert proc.wait(timeout=300) == -signal.SIGKILL
+    journal = repo / "build" / "reproduce" / "journal-published.json"
+    assert journal.exists()
+    torn = published(repo)  # tiny_b.png is new, its claim file still old
+    assert torn["figures/tiny_b.png"] == b"tiny_b 2.0 cpu"
+    assert torn["results/claims/tiny_b.csv"] == before["results/claims/tiny_b.csv"]
+    run(repo, "quick", only=["tiny_a"])  # quick leaves the pending publish alone
+    assert published(repo) == torn and journal.exists()
+    run(repo, "cpu", only=["tiny_a"])  # completes tiny_b first
+    assert not journal.exists()
+    after = published(repo)
+    for key in files_of("tiny_b", after):
+        assert b"2" in after[key], key
+    assert "tiny_b" in json.loads(after["results/manifest.json"])
+    assert_consistent_summary(repo)

@@ -1,0 +1,368 @@
+"""Every notebook's parameters: what each may be, and its value in each profile.
+
+This module is the one source of the profiles. A notebook's ``parameters`` cell holds
+``profile = "quick"``, every other parameter ``= None`` (the profile's value) and
+``output_dir = None``; its first code cell calls :func:`notebook_parameters`, which fills
+the Nones from the profile, validates every value (lists element by element) and returns
+them with the output folders, before anything runs or is written::
+
+    cfg = notebook_parameters("robustness", profile=profile, n_seeds=n_seeds, ...)
+    n_seeds, n_rounds = cfg.n_seeds, cfg.n_rounds
+
+``python -m topofl_lib reproduce`` passes only ``profile`` and ``output_dir``.
+
+Profiles, ranked: ``quick`` (CI, minutes) < ``cpu`` < ``paper`` (the papers' protocols).
+``cpu`` is the paper protocol for every notebook but the two deep ones (FedTopo, pTopoFL
+deep), where it is a reduced protocol that runs in about an hour on 2 cores.
+
+The ranges are those the library accepts (see the function each parameter feeds), plus
+what a notebook needs (e.g. the robustness notebook plots the label-flip attack, so
+``attacks`` must contain it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._validation import check_choice, check_int, check_real
+from .clustering.evaluation import CLUSTERING_DATASETS
+from .data.scenarios import ATTACKS
+from .deep.datasets import DATASETS as IMAGE_DATASETS
+from .deep.experiments import DEEP_LABELS
+from .deep.partitions import PARTITIONS
+from .fedtopo.schedules import SCHEDULES
+from .outputs import output_dirs
+
+__all__ = [
+    "NOTEBOOKS",
+    "PROFILES",
+    "Either",
+    "Int",
+    "ListOf",
+    "Notebook",
+    "NotebookParameters",
+    "OneOf",
+    "Real",
+    "notebook_parameters",
+]
+
+#: Profile names, from the shortest to the longest protocol.
+PROFILES = ("quick", "cpu", "paper")
+
+
+# --------------------------------------------------------------------------- value specs
+@dataclass(frozen=True)
+class Int:
+    """An int in ``[low, high]``."""
+
+    low: int | None = None
+    high: int | None = None
+
+    def check(self, value: Any, name: str) -> int:
+        return check_int(value, name, low=self.low, high=self.high)
+
+
+@dataclass(frozen=True)
+class Real:
+    """A finite real in ``[low, high]`` (``(low, high]`` with ``low_open``)."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+
+    def check(self, value: Any, name: str) -> float:
+        return check_real(value, name, low=self.low, high=self.high, low_open=self.low_open)
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """One of a few strings."""
+
+    choices: tuple[str, ...]
+
+    def check(self, value: Any, name: str) -> str:
+        return check_choice(value, name, self.choices)
+
+
+@dataclass(frozen=True)
+class ListOf:
+    """A list (or tuple) of distinct values, each checked by ``item``.
+
+    ``min_len`` / ``length`` bound its size, ``contains`` lists values that must be in
+    it, and ``increasing`` asks for strictly increasing values.
+    """
+
+    item: Int | Real | OneOf
+    min_len: int = 1
+    length: int | None = None
+    contains: tuple = ()
+    increasing: bool = False
+
+    def check(self, value: Any, name: str) -> list:
+        if not isinstance(value, (list, tuple)):
+            raise TypeError(f"{name} must be a list, got {value!r} ({type(value).__name__})")
+        if self.length is not None and len(value) != self.length:
+            raise ValueError(f"{name} must have {self.length} entries, got {len(value)}: "
+                             f"{list(value)!r}")
+        if len(value) < self.min_len:
+            raise ValueError(f"{name} must have at least {self.min_len} entr"
+                             f"{'y' if self.min_len == 1 else 'ies'}, got {list(value)!r}")
+        out = [self.item.check(v, f"{name}[{i}]") for i, v in enumerate(value)]
+        if self.increasing:
+            for i in range(1, len(out)):
+                if not out[i - 1] < out[i]:
+                    raise ValueError(f"{name} must be strictly increasing, got {out!r}")
+        elif len(set(out)) < len(out):
+            raise ValueError(f"{name} has repeated entries: {out!r}")
+        missing = [c for c in self.contains if c not in out]
+        if missing:
+            raise ValueError(f"{name} must contain {missing} (the notebook needs it), "
+                             f"got {out!r}")
+        return out
+
+
+@dataclass(frozen=True)
+class Either:
+    """The first of ``options`` that accepts the value."""
+
+    options: tuple
+    description: str
+
+    def check(self, value: Any, name: str):
+        errors = []
+        for option in self.options:
+            try:
+                return option.check(value, name)
+            except (TypeError, ValueError) as exc:
+                errors.append(str(exc))
+        raise ValueError(f"{name} must be {self.description}, got {value!r} "
+                         f"({'; '.join(errors)})")
+
+
+# --------------------------------------------------------------------------- notebooks
+@dataclass(frozen=True)
+class Notebook:
+    """A notebook that ``reproduce`` runs: its parameters and their profile values.
+
+    Parameters
+    ----------
+    claims : str
+        The notebook writes its claim rows to ``results/claims/<claims>.csv``.
+    spec : dict
+        Parameter name -> value spec (:class:`Int`, :class:`Real`, :class:`OneOf`,
+        :class:`ListOf`, :class:`Either`).
+    shared : dict
+        Values common to every profile.
+    quick, paper : dict
+        Each profile's own values.
+    cpu : dict or None
+        The cpu profile's values; None: the paper profile's.
+    """
+
+    claims: str
+    spec: Mapping[str, Any]
+    shared: Mapping[str, Any]
+    quick: Mapping[str, Any]
+    paper: Mapping[str, Any]
+    cpu: Mapping[str, Any] | None = None
+    _values: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        for profile in PROFILES:
+            own = getattr(self, profile) if profile != "cpu" or self.cpu else self.paper
+            given = {**self.shared, **own}
+            if set(given) != set(self.spec):
+                raise ValueError(f"profile {profile!r} gives {sorted(given)}, but the "
+                                 f"parameters are {sorted(self.spec)}")
+            self._values[profile] = _check_values(self.spec, given, f"profile {profile!r}: ")
+
+    def values(self, profile: str) -> dict[str, Any]:
+        """The validated parameter values of ``profile``."""
+        check_choice(profile, "profile", PROFILES)
+        return dict(self._values[profile])
+
+
+def _check_values(spec: Mapping[str, Any], values: Mapping[str, Any], context: str = ""):
+    out = {}
+    for name, value in values.items():
+        try:
+            out[name] = spec[name].check(value, name)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{context}{exc}") from None
+    return out
+
+
+POSITIVE = Int(low=1)
+_SEEDS = {"n_seeds": POSITIVE}
+_EPSILON = Real(low=0.0, low_open=True)
+#: Labels of the deep methods that name one method (not a pattern such as FedTopo@<block>).
+_DEEP_METHODS = tuple(label for label in DEEP_LABELS if "<" not in label)
+
+
+def _table1(claims: str) -> Notebook:
+    return Notebook(claims, spec={**_SEEDS, "n_rounds": POSITIVE}, shared={"n_rounds": 15},
+                    quick={"n_seeds": 3}, paper={"n_seeds": 20})
+
+
+#: notebook name -> its parameters and their values in each profile.
+NOTEBOOKS: dict[str, Notebook] = {
+    "scenario_a_healthcare": _table1("table1_hc"),
+    "scenario_b_benchmark": _table1("table1_bm"),
+    "robustness": Notebook(
+        "robustness",
+        spec={**_SEEDS, "n_rounds": POSITIVE,
+              "rates": ListOf(Real(0.0, 0.5)),  # robustness_sweep: rate in [0, 0.5]
+              "attacks": ListOf(OneOf(ATTACKS), contains=("label_flip",))},
+        shared={"n_rounds": 10, "attacks": list(ATTACKS)},
+        quick={"n_seeds": 3, "rates": [0.0, 0.3, 0.5]},
+        paper={"n_seeds": 10, "rates": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]}),
+    "continual_drift": Notebook(
+        "continual",
+        # make_continual shifts at round 10 and needs shift_round <= n_rounds - 1
+        spec={**_SEEDS, "n_rounds": Int(low=11),
+              "drift_threshold": Real(low=0.0, low_open=True)},
+        shared={"n_rounds": 20, "drift_threshold": 0.12},
+        quick={"n_seeds": 3}, paper={"n_seeds": 20}),
+    "ablation_theorems": Notebook(
+        "ablation",
+        spec={**_SEEDS, "n_rounds": POSITIVE,
+              "betas": ListOf(Real(0.0, 1.0)),
+              "cluster_counts": ListOf(Int(1, 8)),  # the healthcare scenario's 8 clients
+              "etas": ListOf(Real(low=0.0))},       # Theorem 3 perturbation norms
+        shared={"n_rounds": 15, "etas": [0.01, 0.05, 0.1, 0.2, 0.4]},
+        quick={"n_seeds": 3, "betas": [0.0, 0.3, 0.6, 1.0], "cluster_counts": [1, 2, 3, 4]},
+        paper={"n_seeds": 20, "betas": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0],
+               "cluster_counts": [1, 2, 3, 4, 5, 6]}),
+    "gfc_clustering": Notebook(
+        "gfc",
+        spec={**_SEEDS, "epsilons": ListOf(_EPSILON),
+              "datasets": ListOf(OneOf(CLUSTERING_DATASETS)),
+              "local_counts": ListOf(POSITIVE),   # Tables 4-5: local centroids per client
+              "client_counts": ListOf(POSITIVE),  # Table 6: scalability
+              "scalability_seeds": POSITIVE},     # seeds for Table 6
+        shared={},
+        quick={"n_seeds": 2, "epsilons": [1000.0, 10.0, 1.0, 0.1],
+               "datasets": ["iris", "blobs2d", "mnist5k"], "local_counts": [5, 15, 30],
+               "client_counts": [100], "scalability_seeds": 1},
+        paper={"n_seeds": 10, "epsilons": [1000.0, 100.0, 10.0, 1.0, 0.1, 0.05, 0.01],
+               "datasets": list(CLUSTERING_DATASETS), "local_counts": [5, 15, 30, 60],
+               "client_counts": [100, 1000], "scalability_seeds": 10}),
+    "privacy_analysis": Notebook(
+        "privacy",
+        spec={**_SEEDS, "attack_seeds": POSITIVE, "attack_clients": POSITIVE,
+              "batch_sizes": ListOf(POSITIVE), "gradient_iters": POSITIVE,
+              "descriptor_iters": POSITIVE,
+              # membership_inference: n, n_targets, n_shadow >= 2
+              "mia_sizes": ListOf(Int(low=2)), "mia_targets": Int(low=2),
+              "mia_shadows": Int(low=2), "epsilons": ListOf(_EPSILON)},
+        shared={"mia_sizes": [5, 100], "epsilons": [0.1, 1.0, 10.0, 100.0, 1000.0]},
+        quick={"n_seeds": 3, "attack_seeds": 1, "attack_clients": 2, "batch_sizes": [1, 2, 4],
+               "gradient_iters": 300, "descriptor_iters": 150, "mia_targets": 16,
+               "mia_shadows": 8},
+        paper={"n_seeds": 10, "attack_seeds": 3, "attack_clients": 3,
+               "batch_sizes": [1, 2, 4, 8, 16], "gradient_iters": 1500,
+               "descriptor_iters": 1000, "mia_targets": 100, "mia_shadows": 16}),
+    "fedtopo": Notebook(
+        "fedtopo",
+        spec={**_SEEDS, "n_rounds": POSITIVE, "local_epochs": POSITIVE,
+              "n_train": Int(low=10), "n_test": Int(low=10),  # load_image_dataset
+              "tal_every": POSITIVE, "tal_samples": POSITIVE,
+              "n_val": Int(low=10), "tgbs_pairs": POSITIVE,
+              "partitions": ListOf(OneOf(PARTITIONS)),
+              "methods": ListOf(OneOf(_DEEP_METHODS), contains=("FedTopo",)),
+              "schedules": ListOf(OneOf(SCHEDULES)),
+              "loss_range": Either((OneOf(("calibrate",)),
+                                    ListOf(Real(), length=2, increasing=True)),
+                                   '"calibrate" or [l_min, l_max] with l_min < l_max')},
+        shared={"tal_samples": 64, "partitions": ["N", "L", "K", "Q"],
+                "methods": ["FedAvg", "FedProx", "SCAFFOLD", "FedTopo"],
+                "schedules": list(SCHEDULES), "loss_range": "calibrate"},
+        quick={"n_seeds": 1, "n_rounds": 2, "local_epochs": 1, "n_train": 1500,
+               "n_test": 500, "tal_every": 4, "n_val": 300, "tgbs_pairs": 200},
+        cpu={"n_seeds": 3, "n_rounds": 5, "local_epochs": 2, "n_train": 12000,
+             "n_test": 2000, "tal_every": 4, "n_val": 1000, "tgbs_pairs": 500},
+        paper={"n_seeds": 5, "n_rounds": 5, "local_epochs": 5, "n_train": 60000,
+               "n_test": 10000, "tal_every": 1, "n_val": 1000, "tgbs_pairs": 500}),
+    "ptopofl_deep": Notebook(
+        "ptopofl_deep",
+        spec={**_SEEDS, "n_rounds": POSITIVE, "local_epochs": POSITIVE,
+              "n_train": Int(low=10), "n_test": Int(low=10),
+              "n_clients": Int(low=3),  # the deep pTopoFL forms 3 clusters
+              "alphas": ListOf(Real(low=0.0, low_open=True)),  # Dirichlet concentrations
+              "datasets": ListOf(OneOf(IMAGE_DATASETS)),
+              "methods": ListOf(OneOf(_DEEP_METHODS), contains=("pTopoFL",))},
+        shared={"n_clients": 10, "alphas": [0.1, 0.5], "datasets": ["fashion_mnist", "mnist5k"],
+                "methods": ["pTopoFL", "FedAvg", "FedProx", "SCAFFOLD", "pFedMe"]},
+        quick={"n_seeds": 1, "n_rounds": 2, "local_epochs": 1, "n_train": 2000, "n_test": 500},
+        cpu={"n_seeds": 3, "n_rounds": 10, "local_epochs": 1, "n_train": 12000,
+             "n_test": 2000},
+        paper={"n_seeds": 5, "n_rounds": 100, "local_epochs": 5, "n_train": 60000,
+               "n_test": 10000}),
+}
+
+
+# --------------------------------------------------------------------------- the notebook call
+@dataclass(frozen=True)
+class NotebookParameters:
+    """A notebook's validated parameters (``p.n_seeds``...) and output folders.
+
+    ``profile`` is what the notebook's claim rows carry: the profile's name when every
+    value is the profile's, else ``"custom"`` (a row never claims a protocol it did not
+    run).
+    """
+
+    notebook: str
+    profile: str
+    values: Mapping[str, Any]
+    figures_dir: Path
+    results_dir: Path
+    claims: str
+
+    def __getattr__(self, name: str):
+        if name != "values" and name in self.values:
+            return self.values[name]
+        raise AttributeError(f"{self.notebook!r} has no parameter {name!r}")
+
+
+def notebook_parameters(notebook: str, profile: str = "quick", output_dir=None,
+                        **values) -> NotebookParameters:
+    """Fill a notebook's ``None`` parameters from ``profile`` and validate them all.
+
+    Parameters
+    ----------
+    notebook : str
+        A key of :data:`NOTEBOOKS`.
+    profile : {"quick", "cpu", "paper"}
+    output_dir : path or None
+        See :func:`topofl_lib.outputs.output_dirs`.
+    **values
+        The notebook's parameters; ``None`` takes the profile's value.
+
+    Returns
+    -------
+    NotebookParameters
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the parameter and the value, e.g. ``betas[0] must be <= 1.0, got 2.0``;
+        also for a name the notebook does not have. Nothing has been written then.
+    """
+    check_choice(notebook, "notebook", NOTEBOOKS)
+    spec = NOTEBOOKS[notebook]
+    if not isinstance(profile, str):
+        raise TypeError(f"profile must be a string, got {profile!r}")
+    defaults = spec.values(profile)
+    unknown = sorted(set(values) - set(defaults))
+    if unknown:
+        raise TypeError(f"{notebook!r} has no parameter(s) {unknown}; its parameters are "
+                        f"{sorted(defaults)}")
+    given = {k: v for k, v in values.items() if v is not None}
+    checked = {**defaults, **_check_values(spec.spec, given)}
+    figures_dir, results_dir = output_dirs(output_dir)
+    label = profile if checked == defaults else "custom"
+    return NotebookParameters(notebook, label, checked, figures_dir, results_dir, spec.claims)
+
