@@ -95,13 +95,15 @@ def test_notebook_cells_match_the_registry(name):
     assigned = {t.id: n.value for n in ast.parse(params.source).body
                 for t in n.targets if isinstance(t, ast.Name)}
     assert assigned.pop("profile").value == "quick"
-    assert set(assigned) == {*NOTEBOOKS[name].spec, "output_dir"}
+    assert set(assigned) == {*NOTEBOOKS[name].spec, *NOTEBOOKS[name].execution, "output_dir"}
     assert all(isinstance(v, ast.Constant) and v.value is None for v in assigned.values())
     calls = [n for n in ast.walk(ast.parse(first.source)) if isinstance(n, ast.Call)
              and getattr(n.func, "id", None) == "notebook_parameters"]
     assert len(calls) == 1 and calls[0].args[0].value == name
     assert "cfg = notebook_parameters(" in first.source
-    assert {k.arg for k in calls[0].keywords} == {*NOTEBOOKS[name].spec, "profile", "output_dir"}
+    assert {k.arg for k in calls[0].keywords} == {*NOTEBOOKS[name].spec,
+                                                  *NOTEBOOKS[name].execution, "profile",
+                                                  "output_dir"}
     assert all(isinstance(k.value, ast.Name) and k.value.id == k.arg for k in calls[0].keywords)
     later = "\n".join(c.source for c in _code_cells(name)[2:])
     rebound = [n for n in ast.walk(ast.parse(later)) if isinstance(n, ast.Name)
@@ -182,3 +184,14 @@ def test_save_figure_writes_html_and_one_bundle(tmp_path, monkeypatch):
     assert bundle.stat().st_mtime_ns == stamp
     assert 'src="plotly.min.js"' in (tmp_path / "b.html").read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.html", "b.html", "plotly.min.js"]
+
+
+def test_execution_parameters_never_make_a_run_custom():
+    """n_workers changes how a notebook runs, not what it measures: the label stays."""
+    quick = notebook_parameters("fedtopo", profile="quick", n_workers=2)
+    assert quick.profile == "quick" and quick.n_workers == 2
+    assert notebook_parameters("fedtopo", profile="quick").n_workers == 1
+    with pytest.raises(ValueError, match="n_workers must be >= 1, got 0"):
+        notebook_parameters("fedtopo", profile="quick", n_workers=0)
+    with pytest.raises(TypeError, match="has no parameter"):
+        notebook_parameters("robustness", profile="quick", n_workers=2)

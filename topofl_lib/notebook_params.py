@@ -37,6 +37,7 @@ from .fedtopo.schedules import SCHEDULES
 from .outputs import output_dirs
 
 __all__ = [
+    "EXECUTION",
     "NOTEBOOKS",
     "PROFILES",
     "Either",
@@ -160,6 +161,9 @@ class Notebook:
         Each profile's own values.
     cpu : dict or None
         The cpu profile's values; None: the paper profile's.
+    execution : tuple of str
+        Names of :data:`EXECUTION` parameters the notebook also takes (how it runs, not
+        what it measures: they never make a run ``custom``).
     """
 
     claims: str
@@ -168,6 +172,7 @@ class Notebook:
     quick: Mapping[str, Any]
     paper: Mapping[str, Any]
     cpu: Mapping[str, Any] | None = None
+    execution: tuple[str, ...] = ()
     _values: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -196,6 +201,11 @@ def _check_values(spec: Mapping[str, Any], values: Mapping[str, Any], context: s
 
 
 POSITIVE = Int(low=1)
+#: Parameters that choose how a notebook runs, not what it measures: name -> (spec,
+#: default). ``n_workers``: runs executed at once, each in its own process with one torch
+#: thread (:func:`topofl_lib.experiments.run_comparison`; results are identical for any
+#: value).
+EXECUTION: dict[str, tuple[Any, Any]] = {"n_workers": (POSITIVE, 1)}
 _SEEDS = {"n_seeds": POSITIVE}
 _EPSILON = Real(low=0.0, low_open=True)
 #: Labels of the deep methods that name one method (not a pattern such as FedTopo@<block>).
@@ -285,7 +295,8 @@ NOTEBOOKS: dict[str, Notebook] = {
         cpu={"n_seeds": 3, "n_rounds": 5, "local_epochs": 2, "n_train": 12000,
              "n_test": 2000, "tal_every": 4, "n_val": 1000, "tgbs_pairs": 500},
         paper={"n_seeds": 5, "n_rounds": 5, "local_epochs": 5, "n_train": 60000,
-               "n_test": 10000, "tal_every": 1, "n_val": 1000, "tgbs_pairs": 500}),
+               "n_test": 10000, "tal_every": 1, "n_val": 1000, "tgbs_pairs": 500},
+        execution=("n_workers",)),
     "ptopofl_deep": Notebook(
         "ptopofl_deep",
         spec={**_SEEDS, "n_rounds": POSITIVE, "local_epochs": POSITIVE,
@@ -300,7 +311,8 @@ NOTEBOOKS: dict[str, Notebook] = {
         cpu={"n_seeds": 3, "n_rounds": 10, "local_epochs": 1, "n_train": 12000,
              "n_test": 2000},
         paper={"n_seeds": 5, "n_rounds": 100, "local_epochs": 5, "n_train": 60000,
-               "n_test": 10000}),
+               "n_test": 10000},
+        execution=("n_workers",)),
 }
 
 
@@ -356,13 +368,17 @@ def notebook_parameters(notebook: str, profile: str = "quick", output_dir=None,
     if not isinstance(profile, str):
         raise TypeError(f"profile must be a string, got {profile!r}")
     defaults = spec.values(profile)
-    unknown = sorted(set(values) - set(defaults))
+    unknown = sorted(set(values) - set(defaults) - set(spec.execution))
     if unknown:
         raise TypeError(f"{notebook!r} has no parameter(s) {unknown}; its parameters are "
-                        f"{sorted(defaults)}")
-    given = {k: v for k, v in values.items() if v is not None}
+                        f"{sorted([*defaults, *spec.execution])}")
+    given = {k: v for k, v in values.items() if v is not None and k in defaults}
     checked = {**defaults, **_check_values(spec.spec, given)}
-    figures_dir, results_dir = output_dirs(output_dir)
     label = profile if checked == defaults else "custom"
+    for name in spec.execution:  # how it runs: never changes the label
+        check, default = EXECUTION[name]
+        value = values.get(name)
+        checked[name] = default if value is None else check.check(value, name)
+    figures_dir, results_dir = output_dirs(output_dir)
     return NotebookParameters(notebook, label, checked, figures_dir, results_dir, spec.claims)
 

@@ -42,6 +42,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from ._validation import check_int
 from .notebook_params import NOTEBOOKS, PROFILES, Notebook
 from .publish import Target, finish_pending, publish, published_profiles
 
@@ -98,7 +99,8 @@ def _locked(path: Path) -> Iterator[None]:
 
 def reproduce(profile: str = "quick", only: Sequence[str] | None = None,
               notebooks_dir="notebooks", output_dir=".", kernel: str | None = None,
-              force: bool = False, *, notebooks: Mapping[str, Notebook] | None = None) -> Path:
+              force: bool = False, *, workers: int | None = None,
+              notebooks: Mapping[str, Notebook] | None = None) -> Path:
     """Execute the notebooks of ``profile`` and publish their outputs; see the module doc.
 
     Parameters
@@ -114,6 +116,9 @@ def reproduce(profile: str = "quick", only: Sequence[str] | None = None,
         Jupyter kernel name (default: the notebook's).
     force : bool
         Replace published results of a higher-ranked profile.
+    workers : int, optional
+        ``n_workers`` for the notebooks that take it (runs executed at once, one process
+        and one torch thread each; the numbers do not depend on it). Default: theirs (1).
     notebooks : mapping, optional
         Name -> :class:`~topofl_lib.notebook_params.Notebook` (default:
         :data:`~topofl_lib.notebook_params.NOTEBOOKS`).
@@ -136,6 +141,8 @@ def reproduce(profile: str = "quick", only: Sequence[str] | None = None,
     import papermill as pm
 
     profile = resolve_profile(profile)
+    if workers is not None:
+        check_int(workers, "workers", low=1)
     registry = NOTEBOOKS if notebooks is None else notebooks
     names = list(only) if only else list(registry)
     unknown = [n for n in names if n not in registry]
@@ -174,9 +181,12 @@ def reproduce(profile: str = "quick", only: Sequence[str] | None = None,
             stage = run_dir / name
             executed = stage / f"{name}.ipynb"
             stage.mkdir()
+            params = {"profile": profile, "output_dir": str(stage)}
+            if workers is not None and "n_workers" in registry[name].execution:
+                params["n_workers"] = workers
             try:
                 pm.execute_notebook(str(notebooks_dir / f"{name}.ipynb"), str(executed),
-                                    parameters={"profile": profile, "output_dir": str(stage)},
+                                    parameters=params,
                                     cwd=str(notebooks_dir), kernel_name=kernel,
                                     progress_bar=False)
             except Exception as exc:  # papermill's error carries the cell's exception
@@ -205,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
                      help="run only these notebooks")
     rep.add_argument("--force", action="store_true",
                      help="replace published results of a higher-ranked profile")
+    rep.add_argument("--workers", type=int, default=None, metavar="N",
+                     help="runs at once in the notebooks that resume (fedtopo, ptopofl_deep); "
+                          "2 on a 2-core machine")
     rep.add_argument("--notebooks-dir", default="notebooks")
     rep.add_argument("--output-dir", default=".")
     rep.add_argument("--kernel", default=None, help="Jupyter kernel name (default: notebook's)")
@@ -222,8 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         path = reproduce(args.profile, args.only, args.notebooks_dir, args.output_dir,
-                         args.kernel, args.force)
-    except ReproduceError as exc:
+                         args.kernel, args.force, workers=args.workers)
+    except (ReproduceError, TypeError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, ProfileRefused) else 1
     if args.profile == "quick":
