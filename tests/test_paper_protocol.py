@@ -21,6 +21,7 @@ from topofl_lib.experiments import (
     PAPER_ROW_OF,
     ComparisonResult,
     paper_gaps,
+    robustness_sweep,
     table1,
     table1_comparison,
 )
@@ -350,3 +351,22 @@ def test_paper_gaps_known_values():
     assert g.loc["Local-only", "z"] == pytest.approx((gap - d.mean()) / d.std(ddof=1))
     with pytest.raises(ValueError, match="auc"):
         paper_gaps(ComparisonResult(pd.DataFrame(), final, {}), metric="convergence_round")
+
+
+def test_robustness_sweep_under_the_paper_protocol():
+    """protocol='paper': the paper's generator (adversaries flip 30% of all labels and are
+    scored), Table 1 labels with the paper's solvers, tau for pTopoFL, a protocol column."""
+    res, t5 = robustness_sweep([0.0, 0.5], [0], methods=["pTopoFL", "Local-only"],
+                               n_clients=4, n_rounds=2, tau=1.5, progress=False,
+                               protocol="paper")
+    assert set(res.final["protocol"]) == {"paper"} and set(t5["protocol"]) == {"paper"}
+    assert res.final.groupby("rate")["method"].apply(sorted).to_dict() == {
+        0.0: ["Local-only", "pTopoFL"], 0.5: ["Local-only", "pTopoFL"]}
+    assert t5.set_index("rate").loc[0.5, "eps"] == 0.5
+    # Local-only under the paper's evaluation equals its own fit on the paper's scenario
+    scen = make_healthcare(n_clients=4, n_adversarial=2, random_state=0, protocol="paper")
+    own = LocalOnly(n_rounds=2, solver="lbfgs", random_state=0).fit(scen)
+    got = res.final.set_index(["rate", "method"]).loc[(0.5, "Local-only"), "auc"]
+    assert got == own.history_["auc"][-1]
+    with pytest.raises(ValueError, match="with protocol='paper', methods must be"):
+        robustness_sweep([0.5], [0], methods=["Krum"], protocol="paper", progress=False)

@@ -26,9 +26,12 @@ from .federated import METHOD_NAMES, METHODS, convergence_round, make_method
 from .run_cache import RunCache, environment, fingerprint
 
 __all__ = [
+    "ABLATIONS",
+    "PAPER_GD_STEPS",
     "PAPER_ROW_OF",
     "TABLE1_VARIANTS",
     "ComparisonResult",
+    "ablation_variants",
     "clustering_diagnostics",
     "continual_experiment",
     "paired_differences",
@@ -42,7 +45,10 @@ __all__ = [
 
 METRICS = ("auc", "accuracy", "convergence_round")
 
-_FULL_BATCH_GD = {"lr": 0.05, "local_epochs": 30, "batch_size": None}
+#: The capped local solver of the paper's code's FedProx and SCAFFOLD: 30 full-batch
+#: gradient steps of size 0.05 per round (pTopoFL and FedAvg fit to convergence instead).
+#: Given to pTopoFL or FedAvg it removes the solver asymmetry between the paper's rows.
+PAPER_GD_STEPS = {"lr": 0.05, "local_epochs": 30, "batch_size": None}
 #: Table 1's configurations per protocol, ``{label: (method, params)}``.
 #:
 #: ``"paper"``: the local solvers of the paper's released code (v1.0.0): pTopoFL, FedAvg
@@ -57,9 +63,9 @@ TABLE1_VARIANTS: dict[str, dict[str, tuple[str, dict]]] = {
     "paper": {
         "pTopoFL": ("pTopoFL", {"solver": "lbfgs"}),
         "FedAvg": ("FedAvg", {"solver": "lbfgs"}),
-        "FedProx": ("FedProx", {**_FULL_BATCH_GD, "mu": 0.1}),
-        "SCAFFOLD": ("SCAFFOLD", dict(_FULL_BATCH_GD)),
-        "SCAFFOLD (v1.0.0 rule)": ("SCAFFOLD", {**_FULL_BATCH_GD, "control_update": "add_full"}),
+        "FedProx": ("FedProx", {**PAPER_GD_STEPS, "mu": 0.1}),
+        "SCAFFOLD": ("SCAFFOLD", dict(PAPER_GD_STEPS)),
+        "SCAFFOLD (v1.0.0 rule)": ("SCAFFOLD", {**PAPER_GD_STEPS, "control_update": "add_full"}),
         "pFedMe": ("pFedMe", {"lr": 0.01, "personal_lr": 0.01, "inner_steps": 20,
                               "local_epochs": 1, "batch_size": None, "lam": 15.0}),
         "Local-only": ("Local-only", {"solver": "lbfgs"}),
@@ -70,6 +76,47 @@ TABLE1_VARIANTS: dict[str, dict[str, tuple[str, dict]]] = {
         "Local-only": ("Local-only", {}),
     },
 }
+#: pTopoFL's ablation variants (Sec. 4.7: M = 1 and beta = 0; ours: no trust weighting,
+#: no feature augmentation, diagram Wasserstein distance), ``{label: parameter changes}``.
+ABLATIONS: dict[str, dict] = {
+    "full": {}, "M=1": {"n_clusters": 1}, "beta=0": {"beta": 0.0},
+    "no trust": {"use_trust": False}, "no augmentation": {"augment": False},
+    "Wasserstein": {"distance": "wasserstein"},
+}
+
+
+def ablation_variants(protocol: str = "ours", changes: dict | None = None,
+                      references: Sequence[str] = ("FedAvg", "Local-only")) -> dict:
+    """``variants`` of :func:`run_comparison` for a pTopoFL ablation under ``protocol``.
+
+    Parameters
+    ----------
+    protocol : {"ours", "paper"}
+        Each variant is pTopoFL's Table 1 configuration under this protocol
+        (:data:`TABLE1_VARIANTS`: under ``"paper"`` the lbfgs local solver) with the
+        variant's changes applied. Run it on a scenario of the same protocol
+        (``scenario_params={"protocol": protocol}``).
+    changes : dict, optional
+        ``{label: {pTopoFL parameter: value}}`` (default: :data:`ABLATIONS`).
+    references : sequence of str
+        Labels of :data:`TABLE1_VARIANTS` ``[protocol]`` added unchanged.
+
+    Returns
+    -------
+    dict
+        ``{label: (method name, params)}``.
+    """
+    check_choice(protocol, "protocol", PROTOCOLS)
+    table = TABLE1_VARIANTS[protocol]
+    base = table["pTopoFL"][1]
+    changes = ABLATIONS if changes is None else changes
+    unknown = [r for r in references if r not in table]
+    if unknown:
+        raise ValueError(f"unknown references {unknown}; expected labels of {list(table)}")
+    return {**{label: ("pTopoFL", {**base, **change}) for label, change in changes.items()},
+            **{r: table[r] for r in references}}
+
+
 #: The row of the paper's Table 1 that a non-paper method label explains: the paper's
 #: FedAvg row came from code whose "FedAvg" was Local-only; its SCAFFOLD row from the
 #: v1.0.0 server rule.
@@ -588,31 +635,52 @@ def robustness_sweep(
     n_rounds: int = 10,
     tau: float = 1.8,
     progress: bool = True,
+    protocol: str = "ours",
 ) -> tuple[ComparisonResult, pd.DataFrame]:
     """Sweep the fraction of adversarial hospitals (pTopoFL Sec. 4.4, Figure 4).
 
     ``round(rate * n_clients)`` hospitals of :func:`~topofl_lib.data.make_healthcare`
     run ``attack``; pTopoFL uses ``tau`` (paper Table 3: 1.8 for robustness). Returns the
-    merged :class:`ComparisonResult` (with a ``rate`` column in ``curves`` and ``final``)
-    and a Theorem 5 table for pTopoFL: per rate and seed, the measured adversarial
-    weight in the consensus, the trust share of adversaries, the separation
-    ``lam_delta`` and the bound.
+    merged :class:`ComparisonResult` (with ``rate`` and ``protocol`` columns in
+    ``curves`` and ``final``) and a Theorem 5 table for pTopoFL: per rate and seed, the
+    measured adversarial weight in the consensus, the trust share of adversaries, the
+    separation ``lam_delta`` and the bound.
+
+    ``protocol="ours"``: our generator, ``methods`` are method names (default: the
+    paper's five) with their defaults. ``protocol="paper"``: the generator, evaluation
+    and local solvers of the paper's released code, ``methods`` are labels of
+    :data:`TABLE1_VARIANTS` ``["paper"]`` (default: all of them); the hospitals are
+    ``n_clients`` draws of :func:`~topofl_lib.data.paper_protocol.paper_healthcare`,
+    whose adversaries flip 30% of all their labels (test labels included) and are
+    scored with the others.
     """
     from .theory import adversarial_separation, theorem5_bound
 
     seeds = _check_seeds(seeds)
-    methods = _check_methods(methods)
+    check_choice(protocol, "protocol", PROTOCOLS)
+    if protocol == "paper":
+        table = TABLE1_VARIANTS["paper"]
+        labels = list(table) if methods is None else list(methods)
+        unknown = [m for m in labels if m not in table]
+        if unknown or not labels:
+            raise ValueError(f"with protocol='paper', methods must be a non-empty list of "
+                             f"{list(table)}, got {labels}")
+        runs = {m: table[m] for m in labels}
+    else:
+        runs = {m: (m, {}) for m in _check_methods(methods)}
+    runs = {label: (m, {**extra, "tau": tau} if m == "pTopoFL" else extra)
+            for label, (m, extra) in runs.items()}
     curves, finals, rows = [], [], []
     for rate in rates:
         check_real(rate, "rate", low=0.0, high=0.5)
         n_adv = int(round(rate * n_clients))
         res = run_comparison(
-            "healthcare", seeds, methods, n_rounds,
-            scenario_params={"n_clients": n_clients, "n_adversarial": n_adv, "attack": attack},
-            method_params={"pTopoFL": {"tau": tau}}, keep_models="pTopoFL" in methods,
-            progress=progress)
-        curves.append(res.curves.assign(rate=rate))
-        finals.append(res.final.assign(rate=rate))
+            "healthcare", seeds, n_rounds=n_rounds,
+            scenario_params={"n_clients": n_clients, "n_adversarial": n_adv, "attack": attack,
+                             "protocol": protocol},
+            variants=runs, keep_models="pTopoFL" in runs, progress=progress)
+        curves.append(res.curves.assign(rate=rate, protocol=protocol))
+        finals.append(res.final.assign(rate=rate, protocol=protocol))
         for (name, seed), est in res.models.items():
             if name != "pTopoFL":
                 continue
@@ -620,7 +688,7 @@ def robustness_sweep(
             sep = adversarial_separation(est.distances_, adv)
             eps = adv.mean()
             rows.append({
-                "rate": rate, "seed": seed, "eps": eps,
+                "protocol": protocol, "rate": rate, "seed": seed, "eps": eps,
                 "adversarial_weight": float(est.consensus_weights_[adv].sum()),
                 "adversarial_trust_share": float(est.trust_[adv].sum() / est.trust_.sum()),
                 **sep,

@@ -41,11 +41,19 @@ __all__ = [
 
 CLAIM_COLUMNS = ["id", "measured_mean", "measured_std", "n_seeds", "profile", "note"]
 
-#: Claim-id spelling of each method name.
+#: Claim-id spelling of each method label (the paper's five methods, and the two
+#: labels of :data:`topofl_lib.experiments.TABLE1_VARIANTS` that explain paper rows).
 METHOD_KEYS = {"pTopoFL": "ptopofl", "FedAvg": "fedavg", "FedProx": "fedprox",
-               "SCAFFOLD": "scaffold", "pFedMe": "pfedme"}
+               "SCAFFOLD": "scaffold", "pFedMe": "pfedme", "Local-only": "localonly",
+               "SCAFFOLD (v1.0.0 rule)": "scaffold_v1"}
+#: The methods of the paper's Table 1.
+METHODS_OF_TABLE1 = ("pTopoFL", "FedAvg", "FedProx", "SCAFFOLD", "pFedMe")
 SCENARIO_KEYS = {"healthcare": "hc", "benchmark": "bm"}
 METRIC_KEYS = {"auc": "auc", "accuracy": "acc", "convergence_round": "conv"}
+#: Protocols of :func:`topofl_lib.experiments.table1_comparison` and the prefix of their
+#: Table 1 claim ids that are not the paper's methods' (the paper's own protocol
+#: measures the ``ptopofl.t1.*`` rows; see :func:`table1_claim_values`).
+PROTOCOL_PREFIXES = {"paper": "topofl.t1", "ours": "topofl.t1.own"}
 
 
 def load_paper_claims() -> pd.DataFrame:
@@ -75,22 +83,64 @@ def claim_rows(values: Mapping[str, np.ndarray], profile: str,
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
 
 
-def table1_claim_values(final: pd.DataFrame) -> dict[str, np.ndarray]:
-    """Map a :class:`~topofl_lib.experiments.ComparisonResult` ``final`` table to Table 1 ids.
+def table1_claim_values(final: pd.DataFrame, protocol: str | None = None
+                        ) -> dict[str, np.ndarray]:
+    """Map a Table 1 ``final`` table to claim ids, by protocol.
 
-    Only ids present in the claims table are returned.
+    Parameters
+    ----------
+    final : pandas.DataFrame
+        The ``final`` table of :func:`~topofl_lib.experiments.table1_comparison`
+        (columns ``protocol, scenario, method, seed`` and the metrics); results of both
+        protocols may be concatenated.
+    protocol : {"paper", "ours"}, optional
+        The protocol of every row, for a table without a ``protocol`` column (e.g. from
+        :func:`~topofl_lib.experiments.run_comparison`).
+
+    Returns
+    -------
+    dict
+        ``{claim id: per-seed values in seed order}``. Under ``"paper"`` the paper's
+        five methods give ``ptopofl.t1.<hc|bm>.<auc|acc|conv>.<method>`` (the paper's
+        own protocol, like for like) and Local-only and the v1.0.0 SCAFFOLD rule give
+        ``topofl.t1.<scenario>.<metric>.<localonly|scaffold_v1>``; under ``"ours"`` every
+        label gives ``topofl.t1.own.<scenario>.<metric>.<method>``. Only ids present in
+        the claims table are returned; labels without a claim spelling are left out.
+
+    Raises
+    ------
+    ValueError
+        When the protocol is neither given nor a column, or is unknown.
     """
     known = set(load_paper_claims().index)
     out = {}
-    for (scenario, method), g in final.groupby(["scenario", "method"]):
-        for metric, key in METRIC_KEYS.items():
-            cid = f"ptopofl.t1.{SCENARIO_KEYS[scenario]}.{key}.{METHOD_KEYS[method]}"
+    for (prot, scenario, method), g in _with_protocol(final, protocol).groupby(
+            ["protocol", "scenario", "method"]):
+        key, scen = METHOD_KEYS.get(method), SCENARIO_KEYS.get(scenario)
+        if key is None or scen is None:
+            continue
+        paper_row = prot == "paper" and method in METHODS_OF_TABLE1
+        prefix = "ptopofl.t1" if paper_row else PROTOCOL_PREFIXES[prot]
+        for metric, mkey in METRIC_KEYS.items():
+            cid = f"{prefix}.{scen}.{mkey}.{key}"
             if cid in known:
                 out[cid] = g.sort_values("seed")[metric].to_numpy(dtype=np.float64)
     return out
 
 
-PARTITION_NAMES = {"N": "N", "L": "L", "K": "K", "Q": "Q"}
+def _with_protocol(final: pd.DataFrame, protocol: str | None) -> pd.DataFrame:
+    """``final`` with a checked ``protocol`` column (its own, or ``protocol`` for all rows)."""
+    if "protocol" in final:
+        if protocol is not None:
+            raise ValueError("give protocol only for a table without a 'protocol' column")
+    elif protocol is None:
+        raise ValueError("final has no 'protocol' column; pass protocol='paper' or 'ours'")
+    else:
+        final = final.assign(protocol=protocol)
+    unknown = sorted(set(final["protocol"]) - set(PROTOCOL_PREFIXES))
+    if unknown:
+        raise ValueError(f"unknown protocol(s) {unknown}; expected {list(PROTOCOL_PREFIXES)}")
+    return final
 
 
 def _percent(g: pd.DataFrame) -> np.ndarray:
@@ -249,23 +299,66 @@ def _per_seed(df: pd.DataFrame, column: str, **where) -> np.ndarray:
     return df[m].sort_values("seed")[column].to_numpy(dtype=np.float64)
 
 
-def robustness_claim_values(final: pd.DataFrame, rate: float = 0.5) -> dict[str, np.ndarray]:
-    """``ptopofl.robust.50.*`` and ``topofl.robust.50.*`` from a robustness sweep."""
-    keys = {"pTopoFL": "ptopofl.robust.50.ptopofl", "FedAvg": "ptopofl.robust.50.fedavg",
-            "Median": "topofl.robust.50.median", "TrimmedMean": "topofl.robust.50.trimmedmean",
-            "Krum": "topofl.robust.50.krum"}
-    out = {cid: _per_seed(final, "auc", rate=rate, method=m) for m, cid in keys.items()}
-    return {k: v for k, v in out.items() if v.size}
+#: Robustness claim ids per protocol, ``{protocol: {method: id}}`` (the attack rate's
+#: percentage follows the prefix).
+ROBUSTNESS_IDS = {
+    "paper": {"pTopoFL": "ptopofl.robust.{rate}.ptopofl", "FedAvg": "ptopofl.robust.{rate}.fedavg",
+              "Local-only": "topofl.robust.{rate}.localonly"},
+    "ours": {m: f"topofl.robust.own.{{rate}}.{key}" for m, key in (
+        ("pTopoFL", "ptopofl"), ("FedAvg", "fedavg"), ("Local-only", "localonly"),
+        ("Median", "median"), ("TrimmedMean", "trimmedmean"), ("Krum", "krum"))},
+}
+#: Ablation claim ids per protocol, ``{protocol: {variant label: id}}``.
+ABLATION_IDS = {
+    "paper": {"full": "ptopofl.ablation.full", "M=1": "ptopofl.ablation.m1",
+              "beta=0": "ptopofl.ablation.beta0", "no trust": "topofl.ablation.no_trust",
+              "no augmentation": "topofl.ablation.no_augmentation",
+              "Wasserstein": "topofl.ablation.wasserstein"},
+    "ours": {"full": "topofl.ablation.own.full", "M=1": "topofl.ablation.own.m1",
+             "beta=0": "topofl.ablation.own.beta0", "no trust": "topofl.ablation.own.no_trust",
+             "no augmentation": "topofl.ablation.own.no_augmentation",
+             "Wasserstein": "topofl.ablation.own.wasserstein"},
+}
 
 
-def ablation_claim_values(final: pd.DataFrame) -> dict[str, np.ndarray]:
-    """Ablation ids from a variants run labelled ``full``, ``M=1``, ``beta=0``, ..."""
-    keys = {"full": "ptopofl.ablation.full", "M=1": "ptopofl.ablation.m1",
-            "beta=0": "ptopofl.ablation.beta0", "no trust": "topofl.ablation.no_trust",
-            "no augmentation": "topofl.ablation.no_augmentation",
-            "Wasserstein": "topofl.ablation.wasserstein"}
-    out = {cid: _per_seed(final, "auc", method=label) for label, cid in keys.items()}
-    return {k: v for k, v in out.items() if v.size}
+def robustness_claim_values(final: pd.DataFrame, rate: float = 0.5,
+                            protocol: str | None = None) -> dict[str, np.ndarray]:
+    """Robustness ids at attack ``rate`` from a label-flip sweep's ``final`` table.
+
+    Under the paper's protocol pTopoFL and FedAvg give ``ptopofl.robust.50.*`` and
+    Local-only ``topofl.robust.50.localonly``; under ours every method with an id gives
+    ``topofl.robust.own.50.*`` (:data:`ROBUSTNESS_IDS`). ``protocol`` is needed only for
+    a table without a ``protocol`` column (see :func:`table1_claim_values`). Only ids
+    present in the claims table are returned.
+    """
+    known = set(load_paper_claims().index)
+    final = _with_protocol(final, protocol)
+    out = {}
+    for prot, g in final.groupby("protocol"):
+        for method, pattern in ROBUSTNESS_IDS[prot].items():
+            cid = pattern.format(rate=f"{100 * rate:g}")
+            v = _per_seed(g, "auc", rate=rate, method=method)
+            if v.size and cid in known:
+                out[cid] = v
+    return out
+
+
+def ablation_claim_values(final: pd.DataFrame, protocol: str | None = None
+                          ) -> dict[str, np.ndarray]:
+    """Ablation ids from a variants run labelled ``full``, ``M=1``, ``beta=0``, ...
+
+    The paper's protocol gives ``ptopofl.ablation.*`` (and ``topofl.ablation.*`` for the
+    variants beyond the paper), ours ``topofl.ablation.own.*`` (:data:`ABLATION_IDS`).
+    ``protocol`` as in :func:`robustness_claim_values`.
+    """
+    final = _with_protocol(final, protocol)
+    out = {}
+    for prot, g in final.groupby("protocol"):
+        for label, cid in ABLATION_IDS[prot].items():
+            v = _per_seed(g, "auc", method=label)
+            if v.size:
+                out[cid] = v
+    return out
 
 
 def continual_claim_values(per_seed: pd.DataFrame) -> dict[str, np.ndarray]:

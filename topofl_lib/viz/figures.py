@@ -24,6 +24,8 @@ __all__ = [
 METHOD_COLOURS = {
     "pTopoFL": "#2ca02c", "FedAvg": "#1f77b4", "FedProx": "#ff7f0e",
     "SCAFFOLD": "#d62728", "pFedMe": "#9467bd",
+    # reference labels of topofl_lib.experiments.TABLE1_VARIANTS
+    "Local-only": "#8c564b", "SCAFFOLD (v1.0.0 rule)": "#ff9896",
 }
 
 _PNG_FAILED = False
