@@ -20,8 +20,11 @@ from scipy import stats
 from tqdm.auto import tqdm
 
 from ._validation import check_choice, check_int, check_real
+from .core.registry import method_names
+from .core.seeds import check_seeds
 from .data.scenarios import PROTOCOLS, make_scenario
-from .federated import METHOD_NAMES, METHODS, convergence_round, make_method
+from .federated.methods import METHODS, make_method
+from .federated.metrics import convergence_round
 
 __all__ = [
     "PAPER_ROW_OF",
@@ -102,22 +105,14 @@ class ComparisonResult:
         return paired_differences(self.final, reference, metric)
 
 
-def _check_seeds(seeds) -> list[int]:
-    if isinstance(seeds, (int, np.integer)):
-        raise TypeError(f"seeds must be an iterable of ints such as range(10), got {seeds!r}")
-    seeds = list(seeds)
-    if not seeds:
-        raise ValueError("seeds is empty; give at least one seed")
-    return [check_int(s, "seed", low=0) for s in seeds]
-
-
 def _check_methods(methods) -> list[str]:
     methods = list(METHODS) if methods is None else list(methods)
     if not methods:
         raise ValueError("methods is empty")
+    known = method_names()
     for m in methods:
-        if m not in METHOD_NAMES:
-            raise ValueError(f"unknown method {m!r}; expected one of {list(METHOD_NAMES)}")
+        if m not in known:
+            raise ValueError(f"unknown method {m!r}; expected one of {known}")
     return methods
 
 
@@ -171,7 +166,7 @@ def run_comparison(
         (ablations: several configurations of one method). The ``method`` column of the
         result holds the labels.
     """
-    seeds = _check_seeds(seeds)
+    seeds = check_seeds(seeds)
     methods = _check_methods(methods)
     check_int(n_rounds, "n_rounds", low=1)
     scenario_params = dict(scenario_params or {})
@@ -187,13 +182,9 @@ def run_comparison(
     label = scenario if isinstance(scenario, str) else getattr(scenario, "__name__", "custom")
     bar = tqdm(total=len(seeds) * len(runs), desc=f"{label}", disable=not progress)
     for seed in seeds:
-        if callable(scenario):
-            data = scenario(seed)
-            label = data.name
-        else:
-            data = make_scenario(scenario, random_state=seed, **scenario_params)
-            if scenario == "image":  # e.g. "fashion_mnist-L0.1"
-                label = data.name
+        data = (scenario(seed) if callable(scenario)
+                else make_scenario(scenario, random_state=seed, **scenario_params))
+        label = data.name  # e.g. "healthcare", "fashion_mnist-L0.1"
         for name, method, extra in runs:
             params = {"n_rounds": n_rounds, "random_state": seed, **extra}
             est = make_method(method, **params).fit(data)
@@ -282,9 +273,8 @@ def clustering_diagnostics(result: ComparisonResult) -> pd.DataFrame:
     for (name, seed), est in sorted(result.models.items(), key=lambda kv: kv[0][1]):
         if name != "pTopoFL":
             continue
-        scen = est._scenario
-        groups = np.array([c.group for c in scen.clients])
-        adv = ~scen.honest
+        groups = np.array([c.group for c in est.scenario_.clients])
+        adv = ~est.honest_
         flagged = est.z_scores_ > est.tau
         rows.append({
             "seed": seed,
@@ -456,7 +446,7 @@ def robustness_sweep(
     """
     from .theory import adversarial_separation, theorem5_bound
 
-    seeds = _check_seeds(seeds)
+    seeds = check_seeds(seeds)
     methods = _check_methods(methods)
     curves, finals, rows = [], [], []
     for rate in rates:
@@ -472,7 +462,7 @@ def robustness_sweep(
         for (name, seed), est in res.models.items():
             if name != "pTopoFL":
                 continue
-            adv = ~est._scenario.honest
+            adv = ~est.honest_
             sep = adversarial_separation(est.distances_, adv)
             eps = adv.mean()
             rows.append({
@@ -510,10 +500,10 @@ def continual_experiment(
       which re-clustering fired, and the final AUC with and without re-clustering.
     """
     from .data.scenarios import make_continual
-    from .federated import PTopoFL
+    from .federated.ptopofl import PTopoFL
     from .topology.descriptor import DESCRIPTOR_NAMES
 
-    seeds = _check_seeds(seeds)
+    seeds = check_seeds(seeds)
     check_real(drift_threshold, "drift_threshold", low=0.0, low_open=True)
     scenario_params = dict(scenario_params or {})
     h0 = DESCRIPTOR_NAMES.index("entropy_h0")

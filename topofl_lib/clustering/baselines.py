@@ -38,6 +38,7 @@ from sklearn.cluster import KMeans, SpectralClustering
 from sklearn.neighbors import NearestNeighbors, kneighbors_graph
 
 from .._validation import check_int, check_points, check_random_state
+from ..core.seeds import draw_seed
 from .ldp import check_budget, check_clients, laplace_ldp
 
 __all__ = ["KFed", "MUFC", "NNFC", "privatised_clients"]
@@ -123,7 +124,7 @@ class _OneShot(ClusterMixin, BaseEstimator):
 
     @staticmethod
     def _seed(rng):
-        return int(rng.integers(2**31 - 1))
+        return draw_seed(rng)
 
 
 class KFed(_OneShot):
