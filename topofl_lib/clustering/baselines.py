@@ -35,6 +35,7 @@ import numpy as np
 from scipy.spatial.distance import cdist
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans, SpectralClustering
+from sklearn.exceptions import NotFittedError
 from sklearn.neighbors import NearestNeighbors, kneighbors_graph
 
 from .._validation import check_int, check_points, check_random_state
@@ -119,7 +120,7 @@ class _OneShot(ClusterMixin, BaseEstimator):
     def predict(self, X) -> np.ndarray:
         """Index of the nearest centre."""
         if not hasattr(self, "cluster_centers_"):
-            raise ValueError(f"this {type(self).__name__} is not fitted yet")
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet")
         return cdist(check_points(X), self.cluster_centers_).argmin(axis=1)
 
     @staticmethod

@@ -77,6 +77,7 @@ from scipy.spatial import cKDTree
 from scipy.spatial.distance import cdist, pdist
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
+from sklearn.exceptions import NotFittedError
 from sklearn.neighbors import radius_neighbors_graph
 
 from .._validation import check_choice, check_int, check_points, check_random_state, check_real
@@ -306,7 +307,7 @@ class GravitationalFederatedClustering(ClusterMixin, BaseEstimator):
     def predict(self, X) -> np.ndarray:
         """Index of the nearest cluster centre for each record."""
         if not hasattr(self, "cluster_centers_"):
-            raise ValueError("this GravitationalFederatedClustering is not fitted yet")
+            raise NotFittedError("this GravitationalFederatedClustering is not fitted yet")
         X = check_points(X)
         if X.shape[1] != self.cluster_centers_.shape[1]:
             raise ValueError(f"X has {X.shape[1]} features, the model "

@@ -25,7 +25,11 @@ def require(package: str, feature: str) -> None:
     feature : str
         What needs it, for the message (e.g. ``"topofl_lib.deep"``).
     """
-    if importlib.util.find_spec(package) is None:
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):  # a finder refused it, or a broken half-import
+        spec = None
+    if spec is None:
         extra = EXTRAS[package]
         raise ModuleNotFoundError(
             f"{feature} needs {package}, which is not installed; install the {extra!r} "

@@ -42,6 +42,7 @@ import numpy as np
 from scipy.special import expit
 
 from .._validation import check_finite, check_int, check_points, check_random_state, check_real
+from ..core.optional import require
 from ..core.seeds import draw_seed
 from ..federated.metrics import roc_auc
 from ..topology.descriptor import topological_descriptor
@@ -95,6 +96,7 @@ def invert_batch_gradient(
     records ``X_hat`` and label logits with Adam; keeps the best of ``restarts`` random
     initialisations. Returns ``X_hat`` of shape ``(batch_size, d)``.
     """
+    require("torch", "invert_batch_gradient (the optimisation attack)")
     import torch
 
     torch.set_num_threads(1)

@@ -14,7 +14,6 @@ r"""Distances between clients' topological summaries.
 from __future__ import annotations
 
 import numpy as np
-import persim
 from scipy.spatial.distance import cdist
 
 from .._validation import check_points
@@ -46,6 +45,8 @@ def diagram_distances(diagrams: list[list[np.ndarray]]) -> np.ndarray:
     diagrams : list of [H0, H1]
         Finite diagrams, one entry per client.
     """
+    import persim  # imports matplotlib (0.3 s): only the Wasserstein distance needs it
+
     checked = [check_diagrams(d, f"diagrams[{k}]") for k, d in enumerate(diagrams)]
     K = len(checked)
     D = np.zeros((K, K))

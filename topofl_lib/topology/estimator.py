@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.exceptions import NotFittedError
 
 from .._validation import (
     check_bool,
@@ -107,7 +108,7 @@ class TopologicalDescriptor(TransformerMixin, BaseEstimator):
     def transform(self, X) -> np.ndarray:
         """Descriptors of the clouds in ``X``, shape ``(len(X), 8 + 2 L)``."""
         if not hasattr(self, "n_features_in_"):
-            raise ValueError("this TopologicalDescriptor is not fitted yet; call fit first")
+            raise NotFittedError("this TopologicalDescriptor is not fitted yet; call fit first")
         clouds = self._clouds(X)
         for i, c in enumerate(clouds):
             if c.shape[1] != self.n_features_in_:
