@@ -16,10 +16,10 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Packages that ``import topofl_lib`` must not import (scientific stack included: the
@@ -95,3 +95,18 @@ def test_base_dependencies_exclude_the_extras():
     assert any(d.startswith("torch") for d in extras["deep"])
     assert any(d.startswith("gudhi") for d in extras["deep"])
     assert "deep" in extras["all"][0] and "datasets" in extras["all"][0]
+
+
+@pytest.mark.parametrize("package", [
+    "topofl_lib", "topofl_lib.core", "topofl_lib.data", "topofl_lib.topology",
+    "topofl_lib.federated", "topofl_lib.clustering", "topofl_lib.privacy",
+    "topofl_lib.deep", "topofl_lib.fedtopo", "topofl_lib.viz", "topofl_lib.explorer",
+])
+def test_lazy_attributes_resolve(package):
+    """Every name of a package's ``__all__`` loads on access and is listed by dir()."""
+    module = pytest.importorskip(package)
+    for name in module.__all__:
+        assert getattr(module, name) is not None, name
+    assert set(module.__all__) <= set(dir(module))
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        module.no_such_name  # noqa: B018

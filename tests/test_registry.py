@@ -5,12 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import tomllib
 from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 import pytest
+import tomllib
 
 from topofl_lib.core import (
     FederatedScenario,
@@ -165,3 +165,17 @@ def test_plugins_are_found_without_importing_them():
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=300)
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
+
+
+def test_learners_satisfy_the_learner_protocol():
+    """The logistic learner and the torch model class implement core's protocols."""
+    from topofl_lib.core import Learner, ModelClass
+    from topofl_lib.federated.local import LogisticLearner
+
+    assert isinstance(LogisticLearner(1.0), Learner)
+    torch_model = pytest.importorskip("topofl_lib.deep").TorchModel("digits_cnn")
+    assert isinstance(torch_model, ModelClass)
+    learner = torch_model.make_learner(64, np.random.default_rng(0))
+    assert isinstance(learner, Learner)
+    with pytest.raises(TypeError, match="model must be None or a TorchModel"):
+        FedAvg(model=object()).fit(make_healthcare(random_state=0))

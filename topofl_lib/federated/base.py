@@ -91,7 +91,7 @@ class FederatedAlgorithm(BaseEstimator):
     random_state : None or int
         Seeds every random choice of the run (mini-batch orders, subsamples).
     rng_streams : {"shared", "per_client"}
-        (FedAvg, FedProx, pTopoFL) ``"shared"``: one generator consumed in client order;
+        ``"shared"``: one generator consumed in client order;
         ``"per_client"``: client ``k`` draws from :func:`client_streams` (needs an int
         ``random_state``), as clients of a real federation do.
     solver : {"sgd", "lbfgs"}
