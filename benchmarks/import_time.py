@@ -16,9 +16,7 @@ import json
 import statistics
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "plotly", "flwr", "gudhi", "sklearn", "pandas", "scipy", "ripser",
          "persim", "mlxtend")
 PROBE = f"""
@@ -30,12 +28,14 @@ heavy = [m for m in {HEAVY!r} if m in sys.modules]
 topofl_lib.PTopoFL
 t3 = time.perf_counter()
 print(json.dumps({{"numpy": t1 - t0, "topofl_lib": t2 - t1, "PTopoFL": t3 - t2,
-                  "heavy": heavy}}))
+                  "heavy": heavy, "file": topofl_lib.__file__}}))
 """
 
 
 def _run() -> tuple[dict, list[tuple[int, str]]]:
-    res = subprocess.run([sys.executable, "-X", "importtime", "-c", PROBE], cwd=ROOT,
+    # -P: the working directory is not put on sys.path, so the topofl_lib measured is the
+    # one the environment (or PYTHONPATH) provides
+    res = subprocess.run([sys.executable, "-P", "-X", "importtime", "-c", PROBE],
                          capture_output=True, text=True, check=True)
     rows = []
     for line in res.stderr.splitlines():
@@ -55,7 +55,7 @@ def main() -> None:
         timings, rows = _run()
         runs.append(timings)
     med = {k: statistics.median(r[k] for r in runs) for k in ("numpy", "topofl_lib", "PTopoFL")}
-    print(f"median of {args.repeat} fresh interpreters:")
+    print(f"{runs[-1]['file']}: median of {args.repeat} fresh interpreters:")
     print(f"  import numpy          {med['numpy']:.3f} s  (baseline)")
     print(f"  import topofl_lib     {med['topofl_lib']:.3f} s  "
           f"({med['topofl_lib'] / med['numpy']:.2f} x numpy)")
