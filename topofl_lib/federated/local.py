@@ -12,7 +12,8 @@ parameter vector and a gradient function, so the same algorithms run over any mo
 class: :class:`LogisticLearner` here, and torch networks through
 :class:`topofl_lib.deep.TorchModel`.
 
-A *learner* is what an algorithm needs from a model class:
+A *learner* is what an algorithm needs from a model class
+(:class:`topofl_lib.core.Learner`, the protocol):
 
 * ``client_data(X, y)``: the client's training data in the learner's own form;
 * ``init_params(data)``: the initial parameter vector (``data`` is one client's

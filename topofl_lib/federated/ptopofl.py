@@ -50,6 +50,7 @@ import hashlib
 import numpy as np
 
 from .._validation import check_bool, check_choice, check_int, check_real
+from ..core.seeds import draw_seed
 from ..topology.descriptor import H1_GRIDS, betti_curve, client_topology
 from ..topology.distances import DISTANCES, diagram_distances, normalise_descriptors
 from ..topology.persistence import PERSISTENCE_METHODS
@@ -165,11 +166,8 @@ class PTopoFL(FederatedAlgorithm):
                  h1_grid="own", track_signatures=True, drift_threshold=None,
                  drift_window=3, descriptor_mechanism=None, model=None, random_state=None,
                  rng_streams="shared", solver="sgd", evaluate_on=None, standardise=None):
-        self.n_rounds = n_rounds
-        self.lr = lr
-        self.local_epochs = local_epochs
-        self.batch_size = batch_size
-        self.C = C
+        super().__init__(n_rounds, lr, local_epochs, batch_size, C, model, random_state,
+                         rng_streams, evaluate_on, standardise)
         self.n_clusters = n_clusters
         self.beta = beta
         self.tau = tau
@@ -184,15 +182,10 @@ class PTopoFL(FederatedAlgorithm):
         self.drift_threshold = drift_threshold
         self.drift_window = drift_window
         self.descriptor_mechanism = descriptor_mechanism
-        self.model = model
-        self.random_state = random_state
-        self.rng_streams = rng_streams
         self.solver = solver
-        self.evaluate_on = evaluate_on
-        self.standardise = standardise
 
-    def _validate_params(self):
-        super()._validate_params()
+    def _check_params(self):
+        super()._check_params()
         check_int(self.n_clusters, "n_clusters", low=1)
         check_real(self.beta, "beta", low=0.0, high=1.0)
         check_real(self.tau, "tau", low=0.0)
@@ -231,7 +224,7 @@ class PTopoFL(FederatedAlgorithm):
         n = X.shape[0]
         idx = np.sort(np.random.default_rng(int(self._client_seeds[k])).choice(
             n, size=min(self.n_sub, n), replace=False))
-        return self._learner.representation(w, X[idx])
+        return self.learner_.representation(w, X[idx])
 
     def _topology(self, k, X, w=None):
         X = self._descriptor_points(k, X, self._w_init if w is None else w)
@@ -240,7 +233,7 @@ class PTopoFL(FederatedAlgorithm):
         if cached is not None and cached[0] == digest:
             return cached[1]
         result = client_topology(
-            X, self.n_sub, n_thresholds=self.n_thresholds, method=self.persistence,
+            X, self.n_sub, n_thresholds=self.n_thresholds, persistence=self.persistence,
             h1_grid=self.h1_grid, strict=False, random_state=int(self._client_seeds[k]),
             name=f"client {k}",
         )
@@ -252,10 +245,10 @@ class PTopoFL(FederatedAlgorithm):
         K = len(clients)
         if self.n_clusters > K:
             raise ValueError(f"n_clusters={self.n_clusters} exceeds the {K} clients")
-        if self._streams == "per_client":
+        if self.rng_streams == "per_client":
             self._client_seeds = [client_streams(self.random_state, k)[1] for k in range(K)]
-        else:
-            self._client_seeds = self._rng.integers(0, 2**32 - 1, size=K)
+        else:  # 2**32 - 1, not the usual bound: these seeds made the committed results
+            self._client_seeds = draw_seed(self._rng, K, high=2**32 - 1)
         self._topology_cache = {}
         tops = [self._topology(k, c.X_train) for k, c in enumerate(clients)]
         descriptors = np.array([t[0] for t in tops])

@@ -1,21 +1,22 @@
-"""Persistent homology of client data: diagrams, the 48-dim descriptor, distances."""
+"""Persistent homology of client data: diagrams, the 48-dim descriptor, distances.
 
-from .descriptor import (
-    DESCRIPTOR_NAMES,
-    betti_curve,
-    client_topology,
-    descriptor_from_diagrams,
-    persistence_entropy,
-    topological_descriptor,
-)
-from .distances import (
-    DISTANCES,
-    descriptor_distances,
-    diagram_distances,
-    normalise_descriptors,
-)
-from .estimator import TopologicalDescriptor
-from .persistence import PERSISTENCE_METHODS, persistence_diagrams
+Two persistence choices live here and are named differently on purpose:
+
+* ``persistence=`` (``"ripser"`` or ``"triangle"``) picks the *algorithm* for the
+  Vietoris–Rips diagrams of point clouds; the two give different diagrams (the
+  triangle approximation shortens loops), so the choice changes results. Every
+  function and estimator that computes Rips persistence (:func:`persistence_diagrams`,
+  :func:`topological_descriptor`, :class:`TopologicalDescriptor`,
+  :class:`~topofl_lib.federated.PTopoFL`) calls it ``persistence``.
+* ``backend=`` (``"auto"``, ``"cripser"`` or ``"gudhi"``) picks the *library* that
+  computes cubical persistence of 2-D maps (:mod:`topofl_lib.topology.cubical`); every
+  backend gives the same diagrams, so the choice changes speed only. FedTopo's
+  estimators call it ``backend``.
+
+Attributes load on first use.
+"""
+
+from .._lazy import attach
 
 __all__ = [
     "DESCRIPTOR_NAMES",
@@ -26,9 +27,20 @@ __all__ = [
     "client_topology",
     "descriptor_distances",
     "descriptor_from_diagrams",
+    "descriptor_names",
     "diagram_distances",
     "normalise_descriptors",
     "persistence_diagrams",
     "persistence_entropy",
     "topological_descriptor",
 ]
+
+__getattr__, __dir__ = attach(__name__, {
+    ".descriptor": ["DESCRIPTOR_NAMES", "betti_curve", "client_topology",
+                    "descriptor_from_diagrams", "descriptor_names", "persistence_entropy",
+                    "topological_descriptor"],
+    ".distances": ["DISTANCES", "descriptor_distances", "diagram_distances",
+                   "normalise_descriptors"],
+    ".estimator": ["TopologicalDescriptor"],
+    ".persistence": ["PERSISTENCE_METHODS", "persistence_diagrams"],
+})
