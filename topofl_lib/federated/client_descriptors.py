@@ -64,7 +64,7 @@ ANCHORS = ("clusters", "consensus")
 RECLUSTER = ("once", "every_round")
 #: The configuration :class:`PTopoFL` uses (fixed on the development seeds 0-19).
 DEFAULT_ANCHORS = "clusters"
-DEFAULT_RECLUSTER = "once"
+DEFAULT_RECLUSTER = "every_round"
 
 
 def is_paper(descriptor) -> bool:

@@ -104,7 +104,7 @@ def class_conditional_descriptor(
     *,
     label_scale: float = 0.5,
     class_blocks: bool = True,
-    class_weight: float = 1.0,
+    class_weight: float = 0.3,
     proportions: bool = False,
     n_sub: int | None = 80,
     n_thresholds: int = 20,
@@ -193,7 +193,7 @@ class ClassConditionalDescriptor(TransformerMixin, BaseEstimator):
     (2, 144)
     """
 
-    def __init__(self, n_classes=2, label_scale=0.5, class_blocks=True, class_weight=1.0,
+    def __init__(self, n_classes=2, label_scale=0.5, class_blocks=True, class_weight=0.3,
                  proportions=False, n_sub=80, n_thresholds=20, min_class_size=5,
                  random_state=None):
         self.n_classes = n_classes

@@ -116,7 +116,7 @@ def model_anchored_descriptor(
     points,
     margins,
     *,
-    n_neighbors: int = 8,
+    n_neighbors: int = 15,
     n_sub: int | None = 80,
     n_thresholds: int = 20,
     sublevel_fraction: bool = True,
@@ -192,7 +192,7 @@ class ModelAnchoredDescriptor(TransformerMixin, BaseEstimator):
     (1, 68)
     """
 
-    def __init__(self, n_neighbors=8, n_sub=80, n_thresholds=20, sublevel_fraction=True,
+    def __init__(self, n_neighbors=15, n_sub=80, n_thresholds=20, sublevel_fraction=True,
                  random_state=None):
         self.n_neighbors = n_neighbors
         self.n_sub = n_sub
