@@ -58,12 +58,18 @@ COLUMNS = ("scenario", "descriptor", "seed", "client", "adversarial", "group", "
 
 
 def separated_group_z(n_clients: int, n_group: int) -> float:
-    """z-score of a group of ``n_group`` clients at one distance from ``n_clients - n_group``
-    identical others (Eq. 8 with the population standard deviation)."""
+    r"""Eq. 8 z-score of ``n_group`` identical clients separated from ``n_clients - n_group``
+    identical others (population standard deviation).
+
+    :math:`\operatorname{sign}(K - 2a)\sqrt{(1-\varepsilon)/\varepsilon}`, whatever the
+    separation: a minority group's z is positive, a majority's negative. With exactly
+    half the clients in each group the two are symmetric and every z is 0 (in exact
+    arithmetic; Eq. 8 cannot tell the groups apart).
+    """
     K = check_int(n_clients, "n_clients", low=2)
     a = check_int(n_group, "n_group", low=1, high=K - 1)
     eps = a / K
-    return float(np.sqrt((1 - eps) / eps))
+    return float(np.sign(K - 2 * a) * np.sqrt((1 - eps) / eps))
 
 
 def partial_flip(scenario: FederatedScenario, fraction: float, random_state=None

@@ -72,15 +72,20 @@ def is_paper(descriptor) -> bool:
     return isinstance(descriptor, str) and descriptor == "paper"
 
 
-def check_descriptor(descriptor, n_sub: int, n_thresholds: int):
+def check_descriptor(descriptor, n_sub: int, n_thresholds: int, n_classes: int | None = None):
     """The transformer a ``descriptor`` option stands for (``None`` for ``"paper"``).
 
-    Names get the estimator's ``n_sub`` and ``n_thresholds``; a transformer instance is
-    cloned with its own parameters.
+    Names get the estimator's ``n_sub`` and ``n_thresholds`` (and the model's
+    ``n_classes``, when given); a transformer instance is cloned with its own parameters,
+    and a class-conditional one must have the model's number of classes.
     """
     if isinstance(descriptor, (ClassConditionalDescriptor, ModelAnchoredDescriptor)):
         est = clone(descriptor)
         est._validate_params()
+        if (n_classes is not None and isinstance(est, ClassConditionalDescriptor)
+                and est.n_classes != n_classes):
+            raise ValueError(f"the ClassConditionalDescriptor has n_classes={est.n_classes} "
+                             f"but the model has {n_classes} classes")
         return est
     if not isinstance(descriptor, str):
         raise TypeError("descriptor must be one of "
@@ -89,9 +94,10 @@ def check_descriptor(descriptor, n_sub: int, n_thresholds: int):
     check_choice(descriptor, "descriptor", DESCRIPTORS)
     if descriptor == "paper":
         return None
-    cls = (ClassConditionalDescriptor if descriptor == "class_conditional"
-           else ModelAnchoredDescriptor)
-    return cls(n_sub=n_sub, n_thresholds=n_thresholds)
+    if descriptor == "class_conditional":
+        return ClassConditionalDescriptor(n_classes=n_classes or 2, n_sub=n_sub,
+                                          n_thresholds=n_thresholds)
+    return ModelAnchoredDescriptor(n_sub=n_sub, n_thresholds=n_thresholds)
 
 
 class LabelAwareServer:

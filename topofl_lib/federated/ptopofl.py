@@ -259,7 +259,8 @@ class PTopoFL(FederatedAlgorithm):
         descriptors = np.array([t[0] for t in tops])
         sizes = np.array([c.n_train for c in clients], dtype=np.float64)
         self._labels_server = None if is_paper(self.descriptor) else LabelAwareServer(
-            check_descriptor(self.descriptor, self.n_sub, self.n_thresholds))
+            check_descriptor(self.descriptor, self.n_sub, self.n_thresholds,
+                             self._learner.n_classes))
         if self._labels_server is None:
             if self.descriptor_mechanism is not None:
                 descriptors = self.descriptor_mechanism.release(

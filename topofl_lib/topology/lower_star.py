@@ -95,7 +95,9 @@ def lower_star_diagrams(values, edges) -> list[np.ndarray]:
     if E.size:
         st.insert_batch(E.T, np.maximum(f[E[:, 0]], f[E[:, 1]]))
     st.expansion(2)
-    st.compute_persistence(homology_coeff_field=2, persistence_dim_max=False)
+    # persistence_dim_max=True: H1 is computed even when the complex has no triangle
+    # (gudhi skips the top dimension otherwise).
+    st.compute_persistence(homology_coeff_field=2, persistence_dim_max=True)
     out = []
     for q in (0, 1):
         d = np.asarray(st.persistence_intervals_in_dimension(q), dtype=np.float64)
