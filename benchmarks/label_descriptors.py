@@ -13,7 +13,7 @@ scenario, seed 0), and each figure is printed as a ratio to the 48-dim descripto
 
 from __future__ import annotations
 
-import time
+from run_benchmarks import best_of  # this folder is on sys.path when the script runs
 
 from topofl_lib.data import make_healthcare
 from topofl_lib.federated import FedAvg, PTopoFL
@@ -24,22 +24,6 @@ from topofl_lib.topology import (
     model_anchored_descriptor,
     topological_descriptor,
 )
-
-try:  # keep timings single-threaded
-    import torch
-
-    torch.set_num_threads(1)
-except ImportError:  # pragma: no cover
-    pass
-
-
-def best_of(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def per_client(repeat: int = 10) -> None:
