@@ -81,8 +81,11 @@ def per_point_summary(diagrams, n_points: int, grids, n_essential=(1, 0),
     scalars += [float(np.sqrt((p**2).sum() / m)) for p in pers]
     scalars += [float((p > np.median(p)).sum()) / m if p.size else 0.0 for p in pers]
     scalars += [h0.shape[0] / m, h1.shape[0] / m]
-    curves = [betti_curve(d, g, n_essential=e) / m
-              for d, g, e in zip((h0, h1), (g0, g1), n_essential, strict=True)]
+    curves = []
+    for d, g, e in zip((h0, h1), (g0, g1), n_essential, strict=True):
+        finite = np.isfinite(d[:, 1])
+        alive_forever = (d[~finite, 0][None, :] <= g[:, None]).sum(axis=1)
+        curves.append((betti_curve(d[finite], g, n_essential=e) + alive_forever) / m)
     return np.concatenate([scalars, *curves])
 
 
