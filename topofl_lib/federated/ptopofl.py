@@ -56,6 +56,7 @@ from ..topology.distances import DISTANCES, diagram_distances, normalise_descrip
 from ..topology.persistence import PERSISTENCE_METHODS
 from .aggregation import aggregate_round, server_state
 from .base import FederatedAlgorithm, client_streams
+from .client_descriptors import LabelAwareServer, check_descriptor, is_paper
 
 __all__ = ["PTopoFL", "augment_features", "augmentation_stats", "signature_drift"]
 
@@ -139,6 +140,15 @@ class PTopoFL(FederatedAlgorithm):
     descriptor_mechanism : object with ``release(x, random_state)``, optional
         A DP mechanism (e.g. :class:`topofl_lib.privacy.GaussianMechanism`) applied to the
         normalised descriptors before the server sees them. Requires ``distance="l2"``.
+    descriptor : {"paper", "class_conditional", "model_anchored"} or transformer
+        What each client sends as phi_k: the paper's 48-dim descriptor
+        (default, unchanged behaviour), or a label-aware one
+        (:mod:`topofl_lib.federated.client_descriptors`; a
+        :class:`~topofl_lib.topology.ClassConditionalDescriptor` or
+        :class:`~topofl_lib.topology.ModelAnchoredDescriptor` instance sets its
+        parameters). Clustering, Eq. 8 and Eq. 6 are unchanged; a model-anchored
+        descriptor is recomputed against the broadcast models every round. Requires
+        ``distance="l2"``.
 
     Attributes
     ----------
@@ -162,6 +172,7 @@ class PTopoFL(FederatedAlgorithm):
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
                  n_clusters=2, beta=0.3, tau=2.0, distance="l2", use_trust=True,
+                 descriptor="paper",
                  augment=True, n_sub=80, n_thresholds=20, persistence="ripser",
                  h1_grid="own", track_signatures=True, drift_threshold=None,
                  drift_window=3, descriptor_mechanism=None, model=None, random_state=None,
@@ -173,6 +184,7 @@ class PTopoFL(FederatedAlgorithm):
         self.tau = tau
         self.distance = distance
         self.use_trust = use_trust
+        self.descriptor = descriptor
         self.augment = augment
         self.n_sub = n_sub
         self.n_thresholds = n_thresholds
@@ -205,6 +217,10 @@ class PTopoFL(FederatedAlgorithm):
         if self.model is not None and self.augment:
             raise ValueError("augment=True appends tabular features and needs the logistic "
                              "model; pass augment=False with a TorchModel")
+        check_descriptor(self.descriptor, self.n_sub, self.n_thresholds)
+        if not is_paper(self.descriptor) and self.distance != "l2":
+            raise ValueError("a label-aware descriptor has no diagrams to compare; use "
+                             f"distance='l2', got distance={self.distance!r}")
         if self.descriptor_mechanism is not None:
             if not callable(getattr(self.descriptor_mechanism, "release", None)):
                 raise TypeError("descriptor_mechanism must have a release(x, random_state) method")
@@ -252,11 +268,19 @@ class PTopoFL(FederatedAlgorithm):
         self._topology_cache = {}
         tops = [self._topology(k, c.X_train) for k, c in enumerate(clients)]
         descriptors = np.array([t[0] for t in tops])
-        if self.descriptor_mechanism is not None:
-            descriptors = self.descriptor_mechanism.release(
-                normalise_descriptors(descriptors), self._rng)
-        self._server_step(descriptors, [t[1] for t in tops],
-                          np.array([c.n_train for c in clients], dtype=np.float64))
+        sizes = np.array([c.n_train for c in clients], dtype=np.float64)
+        self._labels_server = None if is_paper(self.descriptor) else LabelAwareServer(
+            check_descriptor(self.descriptor, self.n_sub, self.n_thresholds,
+                             self._learner.n_classes))
+        if self._labels_server is None:
+            if self.descriptor_mechanism is not None:
+                descriptors = self.descriptor_mechanism.release(
+                    normalise_descriptors(descriptors), self._rng)
+            self._server_step(descriptors, [t[1] for t in tops], sizes)
+        elif self._labels_server.model_dependent(self):
+            self._labels_server.warm_up(self, sizes)
+        else:
+            self._server_step(self._labels_server.descriptors(self, clients), None, sizes)
         self._augmentation = [
             augmentation_stats(c.X_train, t) if self.augment else None
             for c, t in zip(clients, tops, strict=True)
@@ -288,8 +312,9 @@ class PTopoFL(FederatedAlgorithm):
         self.drift_statistic_ = np.full((self.n_rounds, K), np.nan)
         self._since = 0
         self._tracking = self.track_signatures and self.descriptor_mechanism is None
-        self.signatures_ = np.empty((self.n_rounds, K, self.descriptors_.shape[1])) \
-            if self._tracking else None
+        dim = (self.descriptors_.shape[1] if self._labels_server is None
+               else self._labels_server.dimension(self))
+        self.signatures_ = np.empty((self.n_rounds, K, dim)) if self._tracking else None
         self.drift_ = None
 
     def _round(self, r):
@@ -300,9 +325,12 @@ class PTopoFL(FederatedAlgorithm):
         self.cluster_models_ = aggregate_round(local, self.labels_, self.weights_,
                                                self._cluster_sizes, self.beta)
         self.weight_history_[r] = self.consensus_weights_
+        if self._labels_server is not None:
+            phis = self._labels_server.end_of_round(self, r)
         if self._tracking:
-            tops = [self._topology(k, c.X_train, self.cluster_models_[self.labels_[k]])
-                    for k, c in enumerate(self._clients)]
+            tops = ([(p, None) for p in phis] if self._labels_server is not None else
+                    [self._topology(k, c.X_train, self.cluster_models_[self.labels_[k]])
+                     for k, c in enumerate(self._clients)])
             self.signatures_[r] = [t[0] for t in tops]
             self.drift_ = signature_drift(self.signatures_[:r + 1])
             normed = np.stack([normalise_descriptors(s) for s in self.signatures_[:r + 1]])

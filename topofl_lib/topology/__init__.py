@@ -1,4 +1,5 @@
-"""Persistent homology of client data: diagrams, the 48-dim descriptor, distances.
+"""Persistent homology of client data: diagrams, the 48-dim descriptor and its label-aware
+siblings (class-conditional, model-anchored), distances.
 
 Two persistence choices live here and are named differently on purpose:
 
@@ -19,17 +20,28 @@ Attributes load on first use.
 from .._lazy import attach
 
 __all__ = [
+    "ClassConditionalDescriptor",
     "DESCRIPTOR_NAMES",
     "DISTANCES",
     "PERSISTENCE_METHODS",
+    "ModelAnchoredDescriptor",
     "TopologicalDescriptor",
+    "anchor_margins",
+    "anchor_points",
     "betti_curve",
+    "class_conditional_descriptor",
+    "class_conditional_names",
     "client_topology",
     "descriptor_distances",
     "descriptor_from_diagrams",
     "descriptor_names",
     "diagram_distances",
+    "knn_edges",
+    "lower_star_diagrams",
+    "model_anchored_descriptor",
+    "model_anchored_names",
     "normalise_descriptors",
+    "per_point_summary",
     "persistence_diagrams",
     "persistence_entropy",
     "topological_descriptor",
@@ -43,4 +55,10 @@ __getattr__, __dir__ = attach(__name__, {
                    "normalise_descriptors"],
     ".estimator": ["TopologicalDescriptor"],
     ".persistence": ["PERSISTENCE_METHODS", "persistence_diagrams"],
+    ".class_conditional": ["ClassConditionalDescriptor", "class_conditional_descriptor",
+                           "class_conditional_names"],
+    ".lower_star": ["knn_edges", "lower_star_diagrams"],
+    ".model_anchored": ["ModelAnchoredDescriptor", "anchor_margins", "anchor_points",
+                        "model_anchored_descriptor", "model_anchored_names"],
+    ".summaries": ["per_point_summary"],
 })
