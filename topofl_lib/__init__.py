@@ -3,7 +3,8 @@
 Layers (each imports only the layers below it; ``pyproject.toml``'s import-linter
 contract checks it in CI), from the bottom up:
 
-1. ``_validation``, ``_lazy``: input checks, lazy package attributes;
+1. ``_validation``, ``_lazy``, ``outputs``, ``environment``: input checks, lazy package
+   attributes, output folders and atomic writes, the record of a run's environment;
 2. ``core``: the ``Client``/``FederatedScenario`` containers, the learner protocol, the
    scenario and method registries, seed helpers;
 3. ``topology``: Rips and cubical persistence, the descriptor, distances;
@@ -16,12 +17,11 @@ contract checks it in CI), from the bottom up:
 8. ``experiments``; 9. ``viz``; 10. ``explorer``, ``flower``; 11. ``reproduce``.
 
 Names load on first use (PEP 562), so ``import topofl_lib`` imports no scientific
-package; ``tf.PTopoFL`` then imports what pTopoFL needs.
+package; ``tf.PTopoFL`` then imports what pTopoFL needs. ``tf.__version__`` is the
+installed distribution's version (``importlib.metadata``; ``pyproject.toml`` sets it).
 """
 
 from ._lazy import attach
-
-__version__ = "0.1.0"
 
 __all__ = [
     "METHODS",
@@ -41,7 +41,7 @@ __all__ = [
     "topological_descriptor",
 ]
 
-__getattr__, __dir__ = attach(__name__, {
+_exported, __dir__ = attach(__name__, {
     ".core.containers": ["Client", "FederatedScenario"],
     ".data.scenarios": ["make_benchmark", "make_healthcare", "make_scenario"],
     ".federated.fedavg": ["FedAvg", "FedProx"],
@@ -53,3 +53,12 @@ __getattr__, __dir__ = attach(__name__, {
     ".topology.estimator": ["TopologicalDescriptor"],
     ".topology.persistence": ["persistence_diagrams"],
 })
+
+
+def __getattr__(name: str) -> object:
+    if name == "__version__":  # the installed distribution's, from pyproject.toml
+        from .environment import distribution_version
+
+        globals()["__version__"] = version = distribution_version()
+        return version
+    return _exported(name)
