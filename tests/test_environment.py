@@ -86,7 +86,9 @@ def test_git_state_commit_and_dirty_code_but_not_outputs(tmp_path):
     assert git_state(tmp_path) == clean
     (tmp_path / "code.py").write_text("2")
     (tmp_path / "new.py").write_text("")
-    assert git_state(tmp_path) == {**clean, "dirty": True, "changed": ["code.py", "new.py"]}
+    dirty = {**clean, "dirty": True, "changed": ["code.py", "new.py"]}
+    assert git_state(tmp_path) == dirty
+    assert git_state(tmp_path / "results") == dirty  # any folder: the whole checkout
 
 
 def test_add_notebook_stores_each_environment_once():

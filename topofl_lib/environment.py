@@ -178,21 +178,21 @@ def git_state(root) -> dict[str, Any]:
     Parameters
     ----------
     root : path
-        A folder of the checkout (the repository root).
+        A folder of the checkout; the whole checkout is examined.
 
     Returns
     -------
     dict
         ``commit`` (None outside a git checkout or without git), ``dirty`` (tracked or
-        untracked, not ignored, changes outside :data:`OUTPUT_FOLDERS`; None without a
-        commit) and ``changed`` (those paths, as ``git status --porcelain`` lists them).
+        untracked, not ignored, changes outside the top-level :data:`OUTPUT_FOLDERS`; None
+        without a commit) and ``changed`` (those paths, relative to the checkout's root).
     """
     root = Path(root)
     commit = _git(root, "rev-parse", "HEAD")
     if commit is None:
         return {"commit": None, "dirty": None, "changed": []}
-    excluded = [f":(exclude){folder}" for folder in OUTPUT_FOLDERS]
-    status = _git(root, "status", "--porcelain", "--", ".", *excluded) or ""
+    excluded = [f":(top,exclude){folder}" for folder in OUTPUT_FOLDERS]
+    status = _git(root, "status", "--porcelain", "--", ":(top)", *excluded) or ""
     changed = sorted(line[3:] for line in status.splitlines() if line.strip())
     return {"commit": commit.strip(), "dirty": bool(changed), "changed": changed}
 

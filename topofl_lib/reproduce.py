@@ -223,7 +223,7 @@ def reproduce(profile: str = "quick", only: Sequence[str] | None = None,
         if os.stat(run_dir).st_dev != os.stat(target.base).st_dev:
             raise ReproduceError(f"{run_dir} is on another filesystem than {target.base}; "
                                  "files cannot be moved into place atomically")
-        machine, git = machine_record(), git_state(target.base)
+        machine, git = machine_record(), git_state(notebooks_dir)
         kernel_env = {"PLOTLY_RENDERER": figure_renderer()}
         bar = tqdm(names, desc=f"notebooks ({profile})", unit="nb")
         for name in bar:
