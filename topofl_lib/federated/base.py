@@ -24,7 +24,7 @@ from sklearn.base import BaseEstimator
 
 from .._validation import check_choice, check_int, check_random_state, check_real
 from ..data.scenarios import FederatedScenario
-from .local import LogisticLearner, local_sgd
+from .local import LogisticLearner, client_streams, local_sgd
 
 __all__ = ["RNG_STREAMS", "FederatedAlgorithm", "client_streams"]
 
@@ -32,19 +32,6 @@ __all__ = ["RNG_STREAMS", "FederatedAlgorithm", "client_streams"]
 #: in-process default, the committed results), or one stream per client seeded from
 #: ``(random_state, client)``, which a real federation can reproduce (Flower parity).
 RNG_STREAMS = ("shared", "per_client")
-
-
-def client_streams(random_state: int, k: int) -> tuple[np.random.Generator, int]:
-    """Client ``k``'s own mini-batch generator and persistence-subsample seed.
-
-    Both derive from ``SeedSequence(random_state, spawn_key=(k, ...))``, so a client
-    process that knows only the run seed and its partition id draws exactly the numbers
-    the in-process engine (``rng_streams="per_client"``) draws for it.
-    """
-    sgd = np.random.Generator(np.random.PCG64(
-        np.random.SeedSequence(random_state, spawn_key=(k, 0))))
-    topo = int(np.random.SeedSequence(random_state, spawn_key=(k, 1)).generate_state(1)[0])
-    return sgd, topo
 
 
 class FederatedAlgorithm(BaseEstimator):
