@@ -206,6 +206,34 @@ def test_polling_grid_collects_replies_and_honours_the_timeout():
         PollingGrid(fake, interval=0)
 
 
+def test_pacer_polls_just_before_the_next_message_is_due():
+    """A SuperNode's waits between pulls: doubling without history, then timed by the
+    ServerApp's pace (creation times of the messages of a kind), capped by idle_max."""
+    from topofl_lib.flower.waits import STEP, Pacer
+
+    now = [100.0]
+    pacer = Pacer(0.02, 2.0, clock=lambda: now[0])
+    assert [pacer.idle_wait() for _ in range(9)] == [0.02, 0.04, 0.08, 0.16, 0.32, 0.64,
+                                                    1.28, 2.0, 2.0]
+    for created, arrived in ((100.0, 100.5), (104.0, 104.9), (108.0, 108.6)):
+        now[0] = arrived
+        pacer.message(created, "train")  # every 4 s; at best 0.5 s from creation to arrival
+    pacer.message(108.1, "evaluate")     # one evaluation: no pace for its kind yet
+    due, step = 112.0 + 0.5, STEP * 4.0   # next train, in local time
+    pulls = []
+    while now[0] < due + 2.0:
+        now[0] += pacer.idle_wait()
+        pulls.append(now[0])
+    before = [t for t in pulls if t < due]
+    assert 0 < due - before[-1] <= step + 1e-9           # the last pull before it is due
+    assert np.all(np.diff(pulls) <= 2.0 + 1e-9)          # never longer than idle_max
+    assert len(before) <= 4 and min(t for t in pulls if t >= due) - due <= step + 1e-9
+    gaps_after = np.diff([t for t in pulls if t >= due])
+    assert np.all(gaps_after[1:] >= gaps_after[:-1] - 1e-9)  # overdue: backing off
+    with pytest.raises(ValueError, match="idle_min <= idle_max"):
+        Pacer(1.0, 0.5)
+
+
 # -- credentials, command line, imports --------------------------------------------------
 @needs_flower
 def test_credentials(tmp_path):
@@ -356,7 +384,9 @@ def test_only_registered_supernodes_trusting_the_ca_get_in(secure_federation, tm
     intruder = (fed.workdir / "intruder.log").read_text(errors="ignore")
     foreign = (fed.workdir / "foreign_ca.log").read_text(errors="ignore")
     assert "Failed to initialize the connection to the SuperLink" in intruder
-    assert "No SuperNode found with the given public key" in intruder
+    assert "[code: 2004] Failed to activate SuperNode" in intruder   # refused by the SuperLink
+    superlink = (fed.workdir / "superlink.log").read_text(errors="ignore")
+    assert "No SuperNode found with the given public key" in superlink
     assert "CERTIFICATE_VERIFY_FAILED" in foreign or "certificate verify failed" in foreign
     for log in (intruder, foreign):
         assert "SuperNode ID" not in log and "Receiving:" not in log

@@ -14,12 +14,15 @@ client's data file, and submits the Flower App of :mod:`topofl_lib.flower` with
   registered is refused.
 
 ``secure=False`` runs everything with ``--insecure`` (plain HTTP; any process that can
-reach the port may join). Each SuperNode is :mod:`topofl_lib.flower.node` (Flower's
-SuperNode with ``--isolation process`` and a long-lived ClientApp executor). Ports are
-free ones picked at start; all Flower state lives in the federation's work folder
-(``FLWR_HOME`` of the SuperLink and CLI, one per SuperNode). Every process it started
-is stopped on :meth:`~LocalFederation.stop`, which the context manager calls also when
-something fails.
+reach the port may join). The SuperLink is Flower's (:mod:`topofl_lib.flower.superlink`
+starts it with its imports frozen for the garbage collector); each SuperNode is
+:mod:`topofl_lib.flower.node` (Flower's SuperNode with ``--isolation process`` and a
+long-lived ClientApp executor), forked from one process that has imported Flower and the
+ClientApp once (a zygote). Ports are free ones picked at start; all Flower state lives
+in the federation's work folder (``FLWR_HOME`` of the SuperLink and CLI, one per
+SuperNode). Every process it started is stopped on :meth:`~LocalFederation.stop`, which
+the context manager calls also when something fails; the nodes also die with the zygote,
+and the zygote ends when the federation's process does.
 
 :func:`in_process_reference` runs the same method on the same data with the in-process
 engine (``rng_streams="per_client"``), for the parity check.
@@ -200,7 +203,7 @@ class LocalFederation:
             f'[superlink]\ndefault = "local"\n\n[superlink.local]\n'
             f'address = "{address}"\n{connection}\n')
         self.superlink = self._spawn(
-            [str(self.bin / "flower-superlink"), "--host", "127.0.0.1", "--port",
+            [sys.executable, "-m", "topofl_lib.flower.superlink", "--host", "127.0.0.1", "--port",
              str(self.port), "--disable-runtime-dependency-installation", *tls_args],
             "superlink.log")  # no --database: the state stays in memory
         deadline = time.monotonic() + wait

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import gc
 import json
 import os
 import signal
@@ -55,6 +56,7 @@ def _run_task(address: str, token: str) -> None:
     from flwr.supernode.runtime.run_clientapp import run_clientapp
 
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    gc.disable()  # a task lives for one message: no garbage worth collecting
     code = 1
     try:
         run_clientapp(runtime_api_address=address, token=token, insecure=True,
@@ -216,6 +218,9 @@ def serve() -> None:
     _preload()
     if threading.active_count() != 1:  # forking with threads would copy held locks
         raise RuntimeError("the zygote must not run threads before forking")
+    # The imports never become garbage: keep the collector off them in every node (a
+    # full collection would otherwise walk them all) and their pages shared after fork.
+    gc.freeze()
     nodes: set[int] = set()
     for line in sys.stdin:
         request = json.loads(line)

@@ -46,6 +46,7 @@ written as JSON to the run config's ``results-path`` after every round, and with
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import time
@@ -391,6 +392,7 @@ class TopoflStrategy(FedAvg):
 
 @app.main()
 def main(grid: Grid, context: Context) -> None:
+    gc.freeze()  # the imports never become garbage: keep the collector off them
     cfg = context.run_config
     method = str(cfg["method"])
     if method not in ("pTopoFL", "FedAvg", "FedProx"):

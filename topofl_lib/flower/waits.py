@@ -66,17 +66,17 @@ class Pacer:
     """Stands in for the ``time`` module inside ``flwr.supernode.start_client_internal``.
 
     Waits of 1 s or more are the idle wait between two empty pulls (3 s in Flower 1.41).
-    A run sends a node its messages at a steady pace (one per round). The pacer learns it
-    from the times the ServerApp created the messages (``created_at``; the gaps between
-    them carry no polling noise, and the smallest seen delay from creation to arrival
-    maps server time to local time) and expects the next message one gap (the smaller
-    of the last two) after the last one. The node sleeps until one step (:data:`STEP`
-    of the gap, at least ``idle_min``) before that time, then pulls every step, and once
-    the message is overdue every quarter of the time it is overdue: a few pulls per
-    round, and a message waits at most about one step. No wait is longer than
-    ``idle_max``, which bounds the delay when the pace changes; with no history yet the
-    waits double from ``idle_min`` to ``idle_max``. Shorter waits (the checks for the
-    ClientApp's reply) last :data:`BUSY` s.
+    A run sends a node each kind of message (train, evaluate) at a steady pace. The pacer
+    learns it from the times the ServerApp created the messages (``created_at``: the gaps
+    between two of a kind carry no polling noise, and the smallest delay seen from
+    creation to arrival maps server time to local time) and expects the next message
+    when the first kind is due again. The node sleeps until one step (:data:`STEP` of
+    that kind's gap, at least ``idle_min``) before then, pulls every step, and once the
+    message is overdue every quarter of the time it is overdue: a few pulls per round,
+    and a message waits about one step. No wait is longer than ``idle_max``, which bounds
+    the delay when the pace changes; with no pace known yet the waits double from
+    ``idle_min`` to ``idle_max``. Shorter waits (the checks for the ClientApp's reply)
+    last :data:`BUSY` s.
     """
 
     def __init__(self, idle_min: float, idle_max: float, clock=time.time):
@@ -84,31 +84,30 @@ class Pacer:
             raise ValueError(f"need 0 < idle_min <= idle_max, got {idle_min}, {idle_max}")
         self.idle_min, self.idle_max, self.clock = idle_min, idle_max, clock
         self.idle = idle_min
-        self.created: float | None = None  # when the ServerApp created the last message
-        self.gaps: list[float] = []        # between the creation of the last messages
+        self.last: dict[str, float] = {}   # kind -> when the ServerApp created the last one
+        self.gap: dict[str, float] = {}    # kind -> time between the last two of that kind
         self.offset: float | None = None   # smallest (arrival - creation) seen
 
     def __getattr__(self, name):
         return getattr(time, name)
 
-    def message(self, created: float | None = None) -> None:
-        """A message came; ``created``: when the ServerApp created it (default: now)."""
+    def message(self, created: float | None = None, kind: str = "") -> None:
+        """A message of type ``kind`` came, created by the ServerApp at ``created``."""
         now = self.clock()
         created = now if created is None else float(created)
-        offset = now - created
-        self.offset = offset if self.offset is None else min(self.offset, offset)
-        if self.created is not None:
-            self.gaps = [*self.gaps[-1:], created - self.created]
-        self.created, self.idle = created, self.idle_min
+        self.offset = now - created if self.offset is None else min(self.offset, now - created)
+        if kind in self.last and created > self.last[kind]:
+            self.gap[kind] = created - self.last[kind]
+        self.last[kind], self.idle = created, self.idle_min
 
     def idle_wait(self) -> float:
         """How long to wait before the next pull."""
-        if not self.gaps or min(self.gaps) <= 0:
+        if not self.gap:
             wait, self.idle = self.idle, min(2.0 * self.idle, self.idle_max)
             return wait
-        gap = min(self.gaps)
-        step = max(self.idle_min, STEP * gap)
-        left = self.created + gap + self.offset - self.clock()  # until the expected message
+        due, kind = min((self.last[k] + g, k) for k, g in self.gap.items())
+        step = max(self.idle_min, STEP * self.gap[kind])
+        left = due + self.offset - self.clock()  # until the expected message
         wait = left - step if left > 2 * step else max(step, -0.25 * left)
         return min(self.idle_max, wait)
 
@@ -146,19 +145,19 @@ def adjust_supernode(idle_min: float, idle_max: float,
     pull = start_client_internal._pull_and_store_message
 
     def pull_and_store(*args, **kwargs):
-        receive, created = kwargs.get("receive"), []
-        if receive is not None:  # note when the ServerApp created the message
+        receive, seen = kwargs.get("receive"), []
+        if receive is not None:  # note the message's type and when the ServerApp made it
 
             def receive_and_note():
                 got = receive()
                 if got is not None:
-                    created.append(got[0].metadata.created_at)
+                    seen.append((got[0].metadata.created_at, got[0].metadata.message_type))
                 return got
 
             kwargs["receive"] = receive_and_note
         run_id = pull(*args, **kwargs)
         if run_id is not None:  # a message is stored and its task created
-            pacer.message(created[0] if created else None)
+            pacer.message(*(seen[0] if seen else (None, "")))
             if on_message is not None:
                 on_message()
         return run_id
