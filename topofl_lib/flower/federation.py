@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -97,7 +98,27 @@ def _toml(value) -> str:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
+    """A port free on 127.0.0.1 now, outside the range of outgoing connections' ports.
+
+    Ports the kernel gives outgoing connections (``ip_local_port_range``) are avoided: a
+    federation opens many connections, and one could take a port picked for a server
+    between the pick and the bind.
+    """
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as fh:
+            low, high = map(int, fh.read().split())
+    except (OSError, ValueError):  # pragma: no cover - not Linux
+        low, high = 32768, 60999
+    candidates = range(1024, low) if low > 11024 else range(high + 1, 65536)
+    rng = random.Random()
+    for port in rng.sample(candidates, min(200, len(candidates))):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # pragma: no cover - all tried are taken
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
@@ -151,6 +172,7 @@ class LocalFederation:
         self.tls = None
         self.port = None
         self._node_args: dict[int, list[str]] = {}   # each node's flower-supernode args
+        self._node_config: dict[int, dict] = {}      # extra node config of its last start
         self._log_offset: dict[int, int] = {}        # where its current log begins
 
     # -- processes ---------------------------------------------------------------------
@@ -258,6 +280,8 @@ class LocalFederation:
     def spawn_node(self, k: int, args, log_name: str) -> NodeProcess:
         """Start a SuperNode (:mod:`~topofl_lib.flower.node`) for client ``k`` with
         ``flower-supernode`` ``args``, logging to ``log_name``."""
+        if self._zygote is None:
+            raise RuntimeError("start the federation before its SuperNodes")
         env = {"FLWR_HOME": str(self.workdir / "nodes" / str(k) / "flwr-home")}
         proc = self._zygote.fork(["--idle-max", str(self.idle_max), "--", *args],
                                  self.workdir / log_name, env, self.workdir)
@@ -274,6 +298,7 @@ class LocalFederation:
         self.kill_node(k)
         log = self.workdir / f"supernode_{k}.log"
         self._log_offset[k] = log.stat().st_size if log.exists() else 0
+        self._node_config[k] = node_config
         self._node_args[k] = self.node_args(k, **node_config)
         self.nodes[k] = self.spawn_node(k, self._node_args[k], log.name)
         if wait > 0:
@@ -292,10 +317,13 @@ class LocalFederation:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"SuperNode {k} did not connect within {timeout:.0f} s; "
                                    f"see {log}")
-            if self.nodes[k].poll() is not None:  # refused (e.g. not yet offline): retry
-                if "Failed to initialize the connection" not in text:
+            if self.nodes[k].poll() is not None:
+                if "address already in use" in text:  # its Runtime API port was taken
+                    self._node_args[k] = self.node_args(k, **self._node_config[k])
+                elif "Failed to initialize the connection" in text:
+                    time.sleep(RESTART_WAIT)  # refused: not yet offline after a crash
+                else:
                     raise RuntimeError(f"SuperNode {k} stopped; see {log}")
-                time.sleep(RESTART_WAIT)
                 self._log_offset[k] = log.stat().st_size
                 self.nodes[k] = self.spawn_node(k, self._node_args[k], log.name)
             time.sleep(0.1)
@@ -316,7 +344,7 @@ class LocalFederation:
         for proc in procs:
             _end_group(proc, signal.SIGTERM, max(deadline - time.monotonic(), 0.0))
         if self._zygote is not None:
-            self._zygote.close()
+            self._zygote.close()  # also ends any node it still holds
 
     def __enter__(self) -> LocalFederation:
         return self.start()
@@ -372,6 +400,8 @@ class NodeProcess:
 
     def exited(self) -> bool:
         """Whether the node has ended (without reaping it)."""
+        if self.returncode is None and self.zygote.proc.poll() is not None:
+            self.returncode = -signal.SIGKILL  # died with the zygote; its pid is not ours
         if self.returncode is not None:
             return True
         try:
@@ -397,6 +427,7 @@ class NodeProcess:
 
     def kill(self) -> None:
         """SIGKILL the node's process group (the SuperNode, its executor, its tasks)."""
+        self.exited()  # notes a zygote that is gone
         _signal_group(self, signal.SIGKILL)
 
 
@@ -427,8 +458,12 @@ class _Zygote:
                                             "cwd": str(cwd)}))
 
     def reap(self, pid: int) -> int:
-        """Reap an ended node; returns its exit status."""
-        return self._ask({"reap": pid})
+        """Reap an ended node; returns its exit status (-9 if the zygote is gone: its
+        nodes died with it)."""
+        try:
+            return self._ask({"reap": pid})
+        except RuntimeError:
+            return -signal.SIGKILL
 
     def close(self, timeout: float = 10.0) -> None:
         """End the zygote (it kills and reaps the nodes still running)."""

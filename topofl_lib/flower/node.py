@@ -98,11 +98,16 @@ def _executor(address: str, secret_file: str, wake_fd: int) -> None:
             return  # the SuperNode closed its end: it is gone
         # when the SuperNode stored the latest message (read by the ClientApp's timing)
         os.environ[RECEIVED_AT] = repr(struct.unpack_from("d", data, len(data) - 8)[0])
+        failures = 0
         while True:
             try:
                 res = client.AcquireTask(request)
-            except httpx.HTTPError:  # Runtime API not up yet (or going down): next turn
-                break
+            except httpx.HTTPError:  # the Runtime API is busy or going down: retry a while
+                failures += 1
+                if failures > 50:
+                    break
+                time.sleep(0.1)
+                continue
             if not (res.HasField("task") and res.token):
                 break
             if os.fork() == 0:
