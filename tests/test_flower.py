@@ -170,6 +170,32 @@ def test_malformed_replies_never_enter_the_aggregate():
 
 
 @needs_flower
+def test_query_replies_are_checked():
+    from flwr.app import MetricRecord, RecordDict
+
+    from topofl_lib.flower.server_app import DESCRIPTOR_DIM, TopoflStrategy
+
+    def query(pid, n_params=25, descriptor=DESCRIPTOR_DIM):
+        m = MetricRecord({"partition-id": pid, "num-examples": 50, "n-features": 20,
+                          "n-params": n_params, "descriptor": [0.5] * descriptor})
+        return _reply(100 + pid, RecordDict({"metrics": m}))
+
+    strategy = TopoflStrategy("pTopoFL", 2, 0.3, 2.0, {"descriptor": True}, 1.0, 1)
+    assert strategy._query_error(query(0)) is None
+    assert strategy._query_error(query(0, n_params=20)) == (
+        "invalid partition id 0, size 50, features 20 or width 20")
+    assert strategy._query_error(query(0, descriptor=47)) == (
+        f"descriptor of length 47, expected {DESCRIPTOR_DIM}")
+    strategy.n_features_, strategy.n_params_ = 20, 25
+    strategy.sizes_, strategy.state_ = {0: 50, 1: 50}, {"labels": np.zeros(2, int)}
+    assert strategy._query_error(query(1)) is None                  # a client rejoining
+    assert strategy._query_error(query(1, n_params=26)) == (
+        "20 features and width 26, but the federation has 20 and 25")
+    assert strategy._query_error(query(2)) == (
+        "partition id 2 is not one of the 2 clients of round 0")
+
+
+@needs_flower
 def test_polling_grid_collects_replies_and_honours_the_timeout():
     from flwr.app import MetricRecord, RecordDict
 

@@ -202,6 +202,8 @@ class TopoflStrategy(FedAvg):
         if self.n_params_ is not None and (d, p) != (self.n_features_, self.n_params_):
             return (f"{d} features and width {p}, but the federation has "
                     f"{self.n_features_} and {self.n_params_}")
+        if self.state_ is not None and pid not in self.sizes_:  # joined after round 0
+            return f"partition id {pid} is not one of the {len(self.sizes_)} clients of round 0"
         return self._descriptor_error(m) if self.uses_descriptors else None
 
     def _reject(self, server_round: int, reply: Message, reason: str) -> None:
