@@ -3,11 +3,12 @@
 ``pip install -e .[flower]`` installs Flower. :mod:`~topofl_lib.flower.server_app` and
 :mod:`~topofl_lib.flower.client_app` are the Flower App (its ``app/pyproject.toml``
 names them); :class:`~topofl_lib.flower.federation.LocalFederation` starts a
-SuperLink and one SuperNode per client on this machine (each SuperNode is
-:mod:`~topofl_lib.flower.node`), secured with the credentials of
-:mod:`~topofl_lib.flower.security`, and runs it. :mod:`~topofl_lib.flower.cli` is
-``python -m topofl_lib flower``. Names are imported on first use, so the ClientApp's
-process imports only the ClientApp.
+SuperLink (:mod:`~topofl_lib.flower.superlink`) and one SuperNode per client
+(:mod:`~topofl_lib.flower.node`) on this machine, secured with the credentials of
+:mod:`~topofl_lib.flower.security`, and runs it; :mod:`~topofl_lib.flower.waits` holds
+the waits of Flower 1.41 it shortens. :mod:`~topofl_lib.flower.cli` is ``python -m
+topofl_lib flower``. Names are imported on first use, so the ClientApp's process
+imports only the ClientApp.
 """
 
 from .._lazy import lazy_exports
