@@ -51,10 +51,11 @@ import numpy as np
 
 from .._validation import check_bool, check_choice, check_int, check_real
 from ..core.seeds import draw_seed
-from ..topology.descriptor import H1_GRIDS, betti_curve, client_topology
+from ..topology.descriptor import H1_GRIDS, client_topology
 from ..topology.distances import DISTANCES, diagram_distances, normalise_descriptors
 from ..topology.persistence import PERSISTENCE_METHODS
 from .aggregation import aggregate_round, server_state
+from .augmentation import augment_features, augmentation_stats
 from .base import FederatedAlgorithm, client_streams
 from .client_descriptors import LabelAwareServer, check_descriptor, is_paper
 
@@ -74,29 +75,6 @@ def signature_drift(signatures) -> np.ndarray:
         raise ValueError(f"signatures must have shape (n_rounds, K, dim), got {sig.shape}")
     normed = np.stack([normalise_descriptors(s) for s in sig])
     return np.linalg.norm(normed - normed[0], axis=2).mean(axis=0)
-
-
-def augmentation_stats(X, topology) -> tuple:
-    """Sec. 3.2 feature-augmentation statistics of one client (computed client-side).
-
-    ``topology`` is :func:`~topofl_lib.topology.client_topology`'s output for ``X``.
-    Returns ``(centre, scale, constants)`` for :func:`augment_features`.
-    """
-    phi, dgms, Xs = topology
-    m = Xs.shape[0]
-    h0 = dgms[0]
-    median_scale = np.median(h0[:, 1]) if h0.size else 0.0
-    b0 = betti_curve(h0, np.array([median_scale]), n_essential=1)[0]
-    log_m = np.log(max(m, 2))
-    constants = np.array([phi[0] / log_m, phi[1] / log_m, b0 / m])
-    return X.mean(axis=0), np.sqrt(X.shape[1]), constants
-
-
-def augment_features(X, stats) -> np.ndarray:
-    """Append the four Sec. 3.2 columns to ``X`` (see the module docstring)."""
-    centre, scale, constants = stats
-    dist = np.linalg.norm(X - centre, axis=1, keepdims=True) / scale
-    return np.hstack([X, dist, np.broadcast_to(constants, (X.shape[0], 3))])
 
 
 class PTopoFL(FederatedAlgorithm):
