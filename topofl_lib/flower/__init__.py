@@ -11,14 +11,13 @@ topofl_lib flower``. Names are imported on first use, so the ClientApp's process
 imports only the ClientApp.
 """
 
-from .._lazy import lazy_exports
+from .._lazy import attach
 
-_EXPORTS = {
-    **dict.fromkeys(["FLOWER_METHODS", "LocalFederation", "app_dir", "in_process_reference",
-                     "write_partitions"], ".federation"),
-    **dict.fromkeys(["TLSFiles", "make_node_key", "make_tls"], ".security"),
-}
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = attach(__name__, {
+    ".federation": ["FLOWER_METHODS", "LocalFederation", "app_dir", "in_process_reference",
+                    "write_partitions"],
+    ".security": ["TLSFiles", "make_node_key", "make_tls"],
+})
 
 __all__ = ["FLOWER_METHODS", "LocalFederation", "TLSFiles", "app_dir", "in_process_reference",
            "make_node_key", "make_tls", "write_partitions"]
