@@ -60,8 +60,9 @@ benchmark: $(STAMP)
 	$(PY) benchmarks/run_benchmarks.py
 	$(PY) benchmarks/fedtopo_te.py
 
-# pTopoFL on a real local Flower federation (SuperLink + 8 SuperNodes), beside the
-# in-process engine; every process it starts is stopped at the end.
+# pTopoFL on a real local Flower federation (SuperLink + 8 SuperNodes, TLS with a CA
+# made at start and registered SuperNode keys), beside the in-process engine; every
+# process it starts is stopped at the end. Round times: benchmarks/flower_rounds.py.
 flower: $(STAMP)
 	$(PY) -m topofl_lib flower --rounds 15
 

@@ -14,12 +14,12 @@ from topofl_lib.detection import (
     detection_scenarios,
     drift_runs,
     partial_flip,
-    roc_figure,
     roc_table,
     separated_group_z,
 )
 from topofl_lib.federated.aggregation import trust_weights
 from topofl_lib.topology import descriptor_distances
+from topofl_lib.viz import roc_figure
 
 
 @pytest.mark.parametrize("K,a", [(10, 2), (10, 3), (8, 2), (7, 1), (10, 7)])
@@ -84,6 +84,19 @@ def test_cluster_recovery_known_values():
     out = cluster_recovery(runs).iloc[0]
     assert out["ari"] == 1.0
     assert np.isnan(cluster_recovery(runs.assign(group=0))["ari"].iloc[0])
+
+
+def test_roc_figure_colours_and_errors():
+    """One colour per descriptor (the palette's, then others in turn), shared by panels."""
+    curves = pd.DataFrame({"scenario": ["a"] * 2 + ["b"] * 2, "descriptor": ["paper", "new"] * 2,
+                           "fpr": [0.0, 1.0, 0.0, 1.0], "tpr": [0.0, 1.0, 0.5, 1.0]})
+    fig = roc_figure(curves, pd.DataFrame({"scenario": ["a"], "descriptor": ["paper"],
+                                           "auc": [0.75]}))
+    lines = [t for t in fig.data if t.showlegend]
+    assert [t.name for t in lines] == ["paper (AUC 0.75)", "new", "paper", "new"]
+    assert lines[0].line.color == lines[2].line.color != lines[1].line.color
+    with pytest.raises(ValueError, match="roc_table"):
+        roc_figure(curves.drop(columns="tpr"))
 
 
 def test_report_input_errors():

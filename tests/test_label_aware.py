@@ -12,7 +12,7 @@ from scipy.stats import special_ortho_group
 from topofl_lib.data import make_healthcare
 from topofl_lib.federated import PTopoFL
 from topofl_lib.federated.aggregation import cluster_clients, trust_weights
-from topofl_lib.federated.client_descriptors import LabelAwareServer, check_descriptor
+from topofl_lib.federated.client_descriptors import LabelAwareClient, check_descriptor
 from topofl_lib.federated.local import LogisticLearner
 from topofl_lib.topology import (
     ClassConditionalDescriptor,
@@ -79,7 +79,7 @@ def _reference_diagrams(values, edges):
 
 @pytest.mark.parametrize("seed", range(12))
 def test_lower_star_matches_brute_force(seed):
-    """gudhi's diagrams equal a hand-written boundary-matrix reduction, ties included."""
+    """The diagrams equal a hand-written boundary-matrix reduction, ties included."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(4, 10))
     X = rng.normal(size=(n, 2))
@@ -104,6 +104,39 @@ def test_lower_star_known_values():
     np.testing.assert_array_equal(h1, [[3.0, np.inf]])  # no triangle fills the square
     h0, h1 = lower_star_diagrams([0.0, 1.0, 2.0, 3.0], np.vstack([square, [[0, 2]]]))
     assert h1.shape == (0, 2)  # the diagonal makes two triangles: the loop is filled
+
+
+def test_lower_star_keeps_float64_values():
+    """Values closer than float32 resolves (ripser's type) keep their own pair: ripser
+    sees their ranks, and the diagram maps back to the exact values."""
+    v = np.array([0.5, 0.5 + 1e-10, 0.5 + 3e-10, 1.0 - 1e-12, 1.0])
+    h0, h1 = lower_star_diagrams(v, [[0, 2], [1, 2], [2, 4], [3, 4]])
+    np.testing.assert_array_equal(h0, [[v[0], np.inf], [v[1], v[2]], [v[3], v[4]]])
+    assert h1.shape == (0, 2)
+
+
+def test_lower_star_matches_gudhi():
+    """Where gudhi (the ``deep`` extra) is installed: its SimplexTree gives the same
+    diagrams, bit for bit, on k-NN graphs with ties and saturated logistic values."""
+    gudhi = pytest.importorskip("gudhi")
+    from scipy.special import expit
+
+    rng = np.random.default_rng(1)
+    for i in range(60):
+        n = int(rng.integers(2, 90))
+        X = rng.normal(size=(n, 3))
+        f = (expit(rng.normal(scale=30, size=n)) if i % 3 == 0 else
+             np.round(rng.random(n), 1) if i % 3 == 1 else rng.random(n))
+        E = knn_edges(X, int(rng.integers(1, 16)))
+        st = gudhi.SimplexTree()
+        st.insert_batch(np.arange(n)[None, :], f)
+        st.insert_batch(E.T, np.maximum(f[E[:, 0]], f[E[:, 1]]))
+        st.expansion(2)
+        st.compute_persistence(homology_coeff_field=2, persistence_dim_max=True)
+        for q, got in enumerate(lower_star_diagrams(f, E)):
+            ref = np.asarray(st.persistence_intervals_in_dimension(q)).reshape(-1, 2)
+            ref = ref[ref[:, 1] > ref[:, 0]]
+            np.testing.assert_array_equal(got, ref[np.lexsort((ref[:, 1], ref[:, 0]))])
 
 
 def test_knn_edges_properties():
@@ -463,11 +496,37 @@ def test_label_aware_server_policies(healthcare, monkeypatch):
     assert est.signatures_.shape == (4, 8, 20 + BLOCK)
     np.testing.assert_array_equal(est.labels_, cluster_clients(
         descriptor_distances(est.signatures_[0]), 2))
-    tr = check_descriptor("model_anchored", 80, 20)
+    # clusters kept after the first informative step: the weights still follow Eq. 8
+    # and Eq. 6 on the latest descriptors
+    _server_is_unchanged(est)
+    monkeypatch.setattr(cd, "DEFAULT_ANCHORS", "median")
     with pytest.raises(ValueError, match="anchors"):
-        LabelAwareServer(tr, anchors="median")
+        PTopoFL(descriptor="model_anchored").fit(healthcare)
+    monkeypatch.setattr(cd, "DEFAULT_ANCHORS", "clusters")
+    monkeypatch.setattr(cd, "DEFAULT_RECLUSTER", "sometimes")
     with pytest.raises(ValueError, match="recluster"):
-        LabelAwareServer(tr, recluster="sometimes")
+        PTopoFL(descriptor="model_anchored").fit(healthcare)
+
+
+def test_label_aware_client_computes_the_transformers_output(healthcare):
+    """A client's descriptor is the transformer's on its records, one block per anchor
+    (margins of its model input), seeded by its own seed; a static class-conditional
+    descriptor is reused until the client's labels change."""
+    c = healthcare.clients[3]
+    learner = LogisticLearner()
+    anchors = np.random.default_rng(0).normal(size=(2, c.X_train.shape[1] + 1))
+    tr = check_descriptor("model_anchored", 80, 20)
+    got = LabelAwareClient(tr, learner, seed=11).descriptor(c.X_train, c.y_train, anchors)
+    want = [model_anchored_descriptor(c.X_train, anchor_margins(learner, w, c.X_train,
+                                                                c.y_train), random_state=11)
+            for w in anchors]
+    np.testing.assert_array_equal(got, np.concatenate(want))
+    client = LabelAwareClient(check_descriptor("class_conditional", 80, 20), learner, seed=4)
+    first = client.descriptor(c.X_train, c.y_train)
+    np.testing.assert_array_equal(first, class_conditional_descriptor(
+        c.X_train, c.y_train, random_state=4))
+    assert client.descriptor(c.X_train.copy(), c.y_train.copy()) is first  # cached
+    assert not np.array_equal(client.descriptor(c.X_train, 1 - c.y_train), first)
 
 
 def test_descriptor_option_accepts_a_transformer(healthcare):

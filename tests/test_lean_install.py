@@ -71,10 +71,30 @@ def test_readme_library_example_runs_without_extras():
     assert res.stdout.strip().endswith("ok")
 
 
+def test_label_aware_descriptors_run_without_extras():
+    """Both label-aware descriptors (lower-star persistence included) and their pTopoFL
+    options need no extra: no torch, gudhi or plotly."""
+    code = (
+        "import numpy as np\n"
+        "from topofl_lib import make_healthcare, PTopoFL\n"
+        "from topofl_lib.detection import detection_rates, roc_table\n"
+        "sc = make_healthcare(random_state=0)\n"
+        "for d in ('class_conditional', 'model_anchored'):\n"
+        "    est = PTopoFL(n_rounds=2, descriptor=d, random_state=0).fit(sc)\n"
+        "    assert np.all(np.isfinite(est.descriptors_))\n"
+        f"bad = [m for m in {EXTRAS!r} if m in sys.modules]\n"
+        "assert not bad, bad\n"
+        "print('ok')\n")
+    res = _python(code, block=EXTRAS)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip().endswith("ok")
+
+
 @pytest.mark.parametrize("statement, extra", [
     ("import topofl_lib.deep", "deep"),
     ("import topofl_lib.fedtopo", "deep"),
     ("import topofl_lib.viz", "viz"),
+    ("from topofl_lib.viz import roc_figure", "viz"),
     ("from topofl_lib.data import load_mnist5k; load_mnist5k()", "datasets"),
     ("from topofl_lib.privacy import invert_batch_gradient; "
      "invert_batch_gradient([1.0, 0.0], [1.0, 0.0], 1)", "deep"),

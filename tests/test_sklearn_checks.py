@@ -1,7 +1,9 @@
 """scikit-learn's estimator checks on the descriptor and the clustering estimators.
 
 Their ``X`` is a list of point clouds (:class:`TopologicalDescriptor`: one cloud per
-client) or of client datasets (GFC, k-FED, MUFC, NN-FC: ``fit(client_datasets)``), so
+client), of per-client pairs (:class:`ClassConditionalDescriptor`: ``(features,
+labels)``; :class:`ModelAnchoredDescriptor`: ``(points, margins)``) or of client
+datasets (GFC, k-FED, MUFC, NN-FC: ``fit(client_datasets)``), so
 every check that feeds a single 2-D array to ``fit`` cannot apply: such an array is
 refused by design, with a message saying to wrap it in a list. Those checks are listed
 in :func:`expected_failed_checks` with the reason, strictly (a listed check that starts
@@ -23,10 +25,16 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from topofl_lib.clustering import MUFC, NNFC, GravitationalFederatedClustering, KFed
-from topofl_lib.topology import TopologicalDescriptor
+from topofl_lib.topology import (
+    ClassConditionalDescriptor,
+    ModelAnchoredDescriptor,
+    TopologicalDescriptor,
+)
 
-LIST_INPUT = ("X is a list of point clouds or client datasets (one 2-D array per client); "
-              "the check fits a single 2-D array, which is refused by design")
+LIST_INPUT = ("X is a list of point clouds, per-client pairs or client datasets (one entry "
+              "per client); the check fits a single 2-D array, which is refused by design")
+#: The transformers whose samples are clients.
+TRANSFORMERS = (TopologicalDescriptor, ClassConditionalDescriptor, ModelAnchoredDescriptor)
 #: Checks that fit on a single 2-D array (or sparse / object / complex versions of it).
 LIST_INPUT_CHECKS = (
     "check_complex_data", "check_dict_unchanged", "check_dont_overwrite_parameters",
@@ -58,6 +66,8 @@ WRONG_INPUT_TYPE = {
 def _estimators():
     return [
         TopologicalDescriptor(n_sub=30, random_state=0),
+        ClassConditionalDescriptor(n_sub=30, random_state=0),
+        ModelAnchoredDescriptor(n_sub=30, random_state=0),
         GravitationalFederatedClustering(2, n_local=5, random_state=0),
         KFed(2, n_local=5, random_state=0),
         MUFC(2, n_local=5, random_state=0),
@@ -69,7 +79,7 @@ def expected_failed_checks(estimator) -> dict[str, str]:
     """The checks that cannot apply to ``estimator``, each with its reason."""
     out = {name: LIST_INPUT for name in LIST_INPUT_CHECKS}
     out.update(WRONG_INPUT_TYPE)
-    if isinstance(estimator, TopologicalDescriptor):
+    if isinstance(estimator, TRANSFORMERS):
         out.update({name: LIST_INPUT for name in (
             "check_transformer_data_not_an_array", "check_transformer_general",
             "check_transformer_preserve_dtypes")})
@@ -90,9 +100,18 @@ def _clients(seed: int = 0) -> list[np.ndarray]:
     return [centres[k % 2] + 0.03 * rng.normal(size=(40, 2)) for k in range(4)]
 
 
+def _input(est, clients):
+    """What ``est`` takes: the clouds, or one pair per cloud (labels or margins)."""
+    if isinstance(est, ClassConditionalDescriptor):
+        return [(c, (c[:, 0] > c[:, 0].mean()).astype(int)) for c in clients]
+    if isinstance(est, ModelAnchoredDescriptor):
+        return [(c, c[:, 0] - c[:, 1]) for c in clients]
+    return clients
+
+
 def _output(est, clients):
-    if isinstance(est, TopologicalDescriptor):
-        return est.transform(clients)
+    if isinstance(est, TRANSFORMERS):
+        return est.transform(_input(est, clients))
     return est.predict(np.vstack(clients))
 
 
@@ -100,16 +119,17 @@ def _output(est, clients):
 def test_fit_contract_on_list_input(est):
     """The properties of the checks that cannot apply, on valid (list) input."""
     clients = _clients()
+    X = _input(est, clients)
     params = est.get_params()
     before = set(vars(est))
-    assert est.fit(clients) is est
+    assert est.fit(X) is est
     assert est.get_params() == params
     added = set(vars(est)) - before
     assert added and all(a.endswith("_") or a.startswith("_") for a in added), added
     out = _output(est, clients)
-    np.testing.assert_array_equal(_output(est.fit(clients), clients), out)  # idempotent
+    np.testing.assert_array_equal(_output(est.fit(X), clients), out)  # idempotent
     np.testing.assert_array_equal(_output(pickle.loads(pickle.dumps(est)), clients), out)
-    np.testing.assert_array_equal(_output(clone(est).fit(clients), clients), out)
+    np.testing.assert_array_equal(_output(clone(est).fit(X), clients), out)
 
 
 @pytest.mark.parametrize("est", _estimators(), ids=lambda e: type(e).__name__)
@@ -121,6 +141,6 @@ def test_refuses_bad_input(est):
     bad = [c.copy() for c in clients]
     bad[1][3, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
-        clone(est).fit(bad)
+        clone(est).fit(_input(est, bad))
     with pytest.raises(ValueError):
         clone(est).fit([])

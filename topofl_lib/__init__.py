@@ -14,7 +14,8 @@ contract checks it in CI), from the bottom up:
 6. ``privacy``, ``theory``, ``results`` (the claims table): independent of each other;
 7. ``fedtopo`` (registers ``"FedTopo"``), then ``deep`` (registers ``"image"``): plug-ins
    from above, found by name through the registries' entry points;
-8. ``experiments``; 9. ``viz``; 10. ``explorer``, ``flower``; 11. ``reproduce``.
+8. ``experiments``, ``detection`` (the detection report of the label-aware descriptors)
+   beside it; 9. ``viz``; 10. ``explorer``, ``flower``; 11. ``reproduce``.
 
 Names load on first use (PEP 562), so ``import topofl_lib`` imports no scientific
 package; ``tf.PTopoFL`` then imports what pTopoFL needs. ``tf.__version__`` is the

@@ -12,8 +12,9 @@ is adversarial, its latent type and its cluster. From that table:
   1/2), pooled over seeds (z-scores are standardised within each run, so they pool);
 * :func:`cluster_recovery`: per seed, the adjusted Rand index between the clusters and
   the generator's latent hospital types, over all clients and over honest clients only
-  (NaN where the scenario has a single type);
-* :func:`roc_figure`: the ROC curves (plotly).
+  (NaN where the scenario has a single type).
+
+The ROC figure is :func:`topofl_lib.viz.roc_figure` (the ``viz`` extra).
 
 A limit of the z-score rule worth knowing before reading any rate: if a fraction
 :math:`\varepsilon` of the clients sits at one distance from everybody else and the rest
@@ -39,7 +40,11 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from ._validation import check_int, check_random_state, check_real
-from .data.scenarios import FederatedScenario, make_healthcare
+from .core.containers import FederatedScenario
+from .core.seeds import check_seeds
+from .data.scenarios import make_continual, make_healthcare
+from .federated import PTopoFL
+from .federated.client_descriptors import DESCRIPTORS
 
 __all__ = [
     "cluster_recovery",
@@ -48,7 +53,6 @@ __all__ = [
     "detection_scenarios",
     "drift_runs",
     "partial_flip",
-    "roc_figure",
     "roc_table",
     "separated_group_z",
 ]
@@ -161,17 +165,12 @@ def detection_runs(
         Columns :data:`COLUMNS`: ``z`` and ``trust`` from the last server step,
         ``cluster`` the final cluster, ``final_auc`` the run's final mean honest AUC.
     """
-    from .federated import PTopoFL
-
     if not isinstance(scenarios, dict) or not scenarios:
         raise ValueError("scenarios must be a non-empty dict {name: seed -> scenario}")
-    seeds = [check_int(s, "seed", low=0) for s in seeds]
-    if not seeds:
-        raise ValueError("seeds is empty")
+    seeds = check_seeds(seeds)
     check_int(n_rounds, "n_rounds", low=1)
     check_real(tau, "tau")
-    descriptors = descriptors or {"paper": "paper", "class_conditional": "class_conditional",
-                                  "model_anchored": "model_anchored"}
+    descriptors = descriptors or {name: name for name in DESCRIPTORS}
     params = dict(params or {})
     rows = []
     bar = tqdm(total=len(scenarios) * len(seeds) * len(descriptors), desc="detection",
@@ -283,15 +282,9 @@ def drift_runs(
     Columns: scenario (``"continual"``), descriptor, seed, client, shifted, drift,
     final_auc. ROC: ``roc_table(runs, "drift", "shifted")``.
     """
-    from .data.scenarios import make_continual
-    from .federated import PTopoFL
-
-    seeds = [check_int(s, "seed", low=0) for s in seeds]
-    if not seeds:
-        raise ValueError("seeds is empty")
+    seeds = check_seeds(seeds)
     check_int(n_rounds, "n_rounds", low=2)
-    descriptors = descriptors or {"paper": "paper", "class_conditional": "class_conditional",
-                                  "model_anchored": "model_anchored"}
+    descriptors = descriptors or {name: name for name in DESCRIPTORS}
     rows = []
     bar = tqdm(total=len(seeds) * len(descriptors), desc="drift", disable=not progress)
     for seed in seeds:
@@ -333,38 +326,3 @@ def cluster_recovery(runs: pd.DataFrame) -> pd.DataFrame:
         rows.append({"scenario": scen, "descriptor": desc, "seed": seed,
                      "ari": ari(g), "ari_honest": ari(g[h])})
     return pd.DataFrame(rows)
-
-
-def roc_figure(curves: pd.DataFrame, aucs: pd.DataFrame | None = None, title: str = ""):
-    """Plotly figure of ROC curves, one panel per scenario, one line per descriptor."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
-    need = {"scenario", "descriptor", "fpr", "tpr"}
-    if not need <= set(curves.columns):
-        raise ValueError(f"curves needs columns {sorted(need)}; use roc_table")
-    scenarios = list(dict.fromkeys(curves["scenario"]))
-    fig = make_subplots(rows=1, cols=len(scenarios), subplot_titles=scenarios,
-                        shared_yaxes=True)
-    palette = ["#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3"]
-    descs = list(dict.fromkeys(curves["descriptor"]))
-    for i, scen in enumerate(scenarios, start=1):
-        for j, desc in enumerate(descs):
-            c = curves[(curves["scenario"] == scen) & (curves["descriptor"] == desc)]
-            if c.empty:
-                continue
-            name = desc
-            if aucs is not None:
-                a = aucs[(aucs["scenario"] == scen) & (aucs["descriptor"] == desc)]
-                if len(a):
-                    name = f"{desc} (AUC {a['auc'].iloc[0]:.2f})"
-            fig.add_trace(go.Scatter(x=c["fpr"], y=c["tpr"], mode="lines", name=name,
-                                     line={"shape": "hv", "color": palette[j % 6]},
-                                     legendgroup=desc, showlegend=True), row=1, col=i)
-        fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", showlegend=False,
-                                 line={"dash": "dot", "color": "grey"}), row=1, col=i)
-        fig.update_xaxes(title_text="false-positive rate", range=[0, 1], row=1, col=i)
-    fig.update_yaxes(title_text="true-positive rate", range=[0, 1.02], row=1, col=1)
-    fig.update_layout(title=title or "Flagging rule z > tau: ROC over tau",
-                      height=380, width=max(420, 330 * len(scenarios)))
-    return fig

@@ -56,6 +56,7 @@ from tqdm.auto import tqdm
 
 from ._validation import check_int
 from .environment import git_state, machine_record, run_record
+from .flower import cli as flower_cli
 from .notebook_params import NOTEBOOKS, PROFILES, Notebook
 from .publish import Target, finish_pending, publish, published_profiles
 
@@ -273,18 +274,10 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--notebooks-dir", default="notebooks")
     rep.add_argument("--output-dir", default=".")
     rep.add_argument("--kernel", default=None, help="Jupyter kernel name (default: notebook's)")
-    flw = sub.add_parser("flower", help="run the healthcare scenario on a local Flower "
-                                        "federation (needs pip install -e .[flower])")
-    flw.add_argument("--method", default="pTopoFL", choices=["pTopoFL", "FedAvg", "FedProx"])
-    flw.add_argument("--rounds", type=int, default=15)
-    flw.add_argument("--seed", type=int, default=0)
-    flw.add_argument("--workdir", default="build/flower")
+    flower_cli.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "flower":
-        from .flower.demo import flower_demo
-
-        flower_demo(args.method, args.rounds, args.seed, args.workdir)
-        return 0
+        return flower_cli.run(args)
     try:
         path = reproduce(args.profile, args.only, args.notebooks_dir, args.output_dir,
                          args.kernel, args.force, workers=args.workers)

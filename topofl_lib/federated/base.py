@@ -42,7 +42,7 @@ from .._validation import (
 from ..core.containers import FederatedScenario
 from ..core.learner import ModelClass
 from ..data.preprocessing import client_scaler, standardise_clients
-from .local import LogisticLearner, local_sgd
+from .local import LogisticLearner, client_streams, local_sgd
 from .solvers import SOLVERS, fit_logistic
 
 __all__ = ["EVALUATE_ON", "RNG_STREAMS", "FederatedAlgorithm", "client_streams"]
@@ -54,19 +54,6 @@ RNG_STREAMS = ("shared", "per_client")
 #: Which clients the reported mean covers: the honest ones (ours), or all of them,
 #: adversaries included (the pTopoFL paper's released code).
 EVALUATE_ON = ("honest", "all")
-
-
-def client_streams(random_state: int, k: int) -> tuple[np.random.Generator, int]:
-    """Client ``k``'s own mini-batch generator and persistence-subsample seed.
-
-    Both derive from ``SeedSequence(random_state, spawn_key=(k, ...))``, so a client
-    process that knows only the run seed and its partition id draws exactly the numbers
-    the in-process engine (``rng_streams="per_client"``) draws for it.
-    """
-    sgd = np.random.Generator(np.random.PCG64(
-        np.random.SeedSequence(random_state, spawn_key=(k, 0))))
-    topo = int(np.random.SeedSequence(random_state, spawn_key=(k, 1)).generate_state(1)[0])
-    return sgd, topo
 
 
 class FederatedAlgorithm(BaseEstimator):

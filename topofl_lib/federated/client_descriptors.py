@@ -1,4 +1,5 @@
-r"""Label-aware descriptors as pTopoFL server options (``PTopoFL(descriptor=...)``).
+r"""Label-aware descriptors as pTopoFL options (``PTopoFL(descriptor=...)``): what a
+client computes.
 
 ``descriptor="paper"`` (default) is the 48-dim features-only descriptor and leaves
 :class:`~topofl_lib.federated.PTopoFL` exactly as before. The two label-aware options
@@ -32,12 +33,13 @@ Eq. 8 trust and Eq. 6 weights (:func:`~topofl_lib.federated.aggregation.server_s
     here decides which group is right: that needs an anchor the attackers cannot
     move (a trusted client, clean server-side data, or a prior on the labels).
 
-    The alternatives measured on the development seeds are kept as options of
-    :class:`LabelAwareServer`: ``anchors="consensus"`` (one block, against the Eq. 7
-    consensus :math:`\bar\theta = \sum_j |C_j|/K\, \theta_{C_j}`, which equals the
-    size-weighted mean of the blended cluster models) and ``recluster="once"`` (cluster
-    after the warm-up round only, as Algorithm 1 clusters once). Both did worse, above
-    all with half the hospitals flipping labels (see the module constants).
+    The alternatives measured on the development seeds stay selectable through the
+    module constants :data:`DEFAULT_ANCHORS` and :data:`DEFAULT_RECLUSTER`, which
+    :class:`PTopoFL` reads when ``fit`` starts: ``"consensus"`` anchors (one block,
+    against the Eq. 7 consensus :math:`\bar\theta = \sum_j |C_j|/K\, \theta_{C_j}`, which
+    equals the size-weighted mean of the blended cluster models) and ``"once"``
+    (cluster after the warm-up round only, as Algorithm 1 clusters once). Both did
+    worse, above all with half the hospitals flipping labels (see the constants).
 
     With a torch network the points are the penultimate activations of the anchor
     model (of the client's fixed ``n_sub`` records), so the class-conditional
@@ -45,27 +47,45 @@ Eq. 8 trust and Eq. 6 weights (:func:`~topofl_lib.federated.aggregation.server_s
 
 A DP ``descriptor_mechanism`` is applied to every release; a descriptor recomputed each
 round is released each round, so its privacy cost composes over the rounds.
+
+Who does what: this module holds what a *client* computes (:class:`LabelAwareClient`:
+its descriptor from its records, its seed and the models it was broadcast, and nothing
+else); the server's side (warm-up, clustering, trust and weights, anchors) is
+:class:`~topofl_lib.federated.PTopoFL`'s, with the rules of
+:mod:`~topofl_lib.federated.aggregation`.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 
 import numpy as np
 from sklearn.base import clone
 
 from .._validation import check_choice
-from ..topology.class_conditional import ClassConditionalDescriptor, class_conditional_names
-from ..topology.distances import descriptor_distances, normalise_descriptors
+from ..topology.class_conditional import (
+    ClassConditionalDescriptor,
+    check_class_conditional_params,
+)
 from ..topology.model_anchored import (
     ModelAnchoredDescriptor,
     anchor_margins,
     anchor_points,
-    model_anchored_names,
+    check_model_anchored_params,
 )
-from .aggregation import intra_cluster_weights, trust_weights
 
-__all__ = ["ANCHORS", "DESCRIPTORS", "RECLUSTER", "LabelAwareServer", "check_descriptor"]
+__all__ = [
+    "ANCHORS",
+    "DEFAULT_ANCHORS",
+    "DEFAULT_RECLUSTER",
+    "DESCRIPTORS",
+    "RECLUSTER",
+    "LabelAwareClient",
+    "check_descriptor",
+    "client_records",
+    "is_paper",
+]
 
 #: Names ``PTopoFL(descriptor=...)`` accepts (besides a transformer instance).
 DESCRIPTORS = ("paper", "class_conditional", "model_anchored")
@@ -80,6 +100,10 @@ RECLUSTER = ("once", "every_round")
 DEFAULT_ANCHORS = "clusters"
 DEFAULT_RECLUSTER = "every_round"
 
+#: The parameter check of each label-aware transformer.
+_PARAM_CHECKS = {ClassConditionalDescriptor: check_class_conditional_params,
+                 ModelAnchoredDescriptor: check_model_anchored_params}
+
 
 def is_paper(descriptor) -> bool:
     """Whether ``descriptor`` selects the paper's 48-dim descriptor."""
@@ -89,13 +113,25 @@ def is_paper(descriptor) -> bool:
 def check_descriptor(descriptor, n_sub: int, n_thresholds: int, n_classes: int | None = None):
     """The transformer a ``descriptor`` option stands for (``None`` for ``"paper"``).
 
-    Names get the estimator's ``n_sub`` and ``n_thresholds`` (and the model's
-    ``n_classes``, when given); a transformer instance is cloned with its own parameters,
-    and a class-conditional one must have the model's number of classes.
+    Parameters
+    ----------
+    descriptor : {"paper", "class_conditional", "model_anchored"} or transformer
+        The option. A :class:`~topofl_lib.topology.ClassConditionalDescriptor` or
+        :class:`~topofl_lib.topology.ModelAnchoredDescriptor` instance is cloned with its
+        own parameters (checked here); a class-conditional one must have the model's
+        number of classes.
+    n_sub, n_thresholds : int
+        The estimator's, given to a transformer named by a string.
+    n_classes : int, optional
+        The model's number of classes (``None``: not checked; 2 for a name).
+
+    Returns
+    -------
+    ClassConditionalDescriptor, ModelAnchoredDescriptor or None
     """
     if isinstance(descriptor, (ClassConditionalDescriptor, ModelAnchoredDescriptor)):
         est = clone(descriptor)
-        est._validate_params()
+        _PARAM_CHECKS[type(est)](**est.get_params())
         if (n_classes is not None and isinstance(est, ClassConditionalDescriptor)
                 and est.n_classes != n_classes):
             raise ValueError(f"the ClassConditionalDescriptor has n_classes={est.n_classes} "
@@ -114,129 +150,97 @@ def check_descriptor(descriptor, n_sub: int, n_thresholds: int, n_classes: int |
     return ModelAnchoredDescriptor(n_sub=n_sub, n_thresholds=n_thresholds)
 
 
-class LabelAwareServer:
-    """What :class:`PTopoFL` does differently with a label-aware descriptor.
+def client_records(n_records: int, n_sub: int, seed: int) -> np.ndarray:
+    """The fixed records a network client summarises: ``min(n_sub, n_records)`` indices,
+    sorted, drawn without replacement by a generator seeded with the client's ``seed``
+    (the same records in every round, as the paper's deep descriptor).
+
+    Parameters
+    ----------
+    n_records : int
+        The client's number of training records.
+    n_sub : int
+        Records to keep.
+    seed : int
+        The client's persistence-subsample seed.
+
+    Returns
+    -------
+    numpy.ndarray of int
+    """
+    return np.sort(np.random.default_rng(int(seed)).choice(
+        n_records, size=min(n_sub, n_records), replace=False))
+
+
+class LabelAwareClient:
+    """What one client computes for a label-aware descriptor option.
 
     Parameters
     ----------
     transformer : ClassConditionalDescriptor or ModelAnchoredDescriptor
         From :func:`check_descriptor`.
-    anchors : {"clusters", "consensus"}, optional
-        Default :data:`DEFAULT_ANCHORS`.
-    recluster : {"once", "every_round"}, optional
-        Default :data:`DEFAULT_RECLUSTER`.
+    learner : Learner
+        The model class's learner (``PTopoFL.learner_``): it reads the broadcast models.
+    seed : int
+        The client's persistence-subsample seed (its descriptors' ``random_state``).
+    n_sub : int or None
+        For a network, the client's fixed records (:func:`client_records`) are the
+        points; ``None`` (logistic regression): every record, as features.
+    features : callable, optional
+        Maps raw records to the model's input (pTopoFL's feature augmentation); the
+        identity by default.
+
+    Notes
+    -----
+    A class-conditional descriptor of a logistic-regression client depends on its data
+    only; it is recomputed only when the client's records or labels change (a cache
+    keyed by a hash of the points and labels).
     """
 
-    def __init__(self, transformer, anchors: str | None = None, recluster: str | None = None):
-        anchors = DEFAULT_ANCHORS if anchors is None else anchors
-        recluster = DEFAULT_RECLUSTER if recluster is None else recluster
+    def __init__(self, transformer, learner, seed: int, n_sub: int | None = None,
+                 features: Callable[[np.ndarray], np.ndarray] | None = None):
         self.transformer = transformer
-        self.anchors = check_choice(anchors, "anchors", ANCHORS)
-        self.recluster = check_choice(recluster, "recluster", RECLUSTER)
-        self._cache: dict = {}
-        self.pending = None
+        self.learner = learner
+        self.seed = int(seed)
+        self.n_sub = n_sub
+        self.features = features
+        self._cache = None
 
-    # -- what a client computes ------------------------------------------------------
-    def model_dependent(self, est) -> bool:
-        """True when the descriptor must be recomputed against each broadcast model."""
-        return isinstance(self.transformer, ModelAnchoredDescriptor) or est.model is not None
+    def _points(self, w, X) -> np.ndarray:
+        """The points of the descriptor: features, or a network's activations under ``w``."""
+        return X if self.n_sub is None else anchor_points(self.learner, w, X)
 
-    def _records(self, est, k, X, y):
-        """The client's records for the descriptor: all of them for logistic regression,
-        its fixed ``n_sub`` records for a network (as the paper's deep descriptor)."""
-        if est.model is None:
-            return X, y
-        idx = np.sort(np.random.default_rng(int(est._client_seeds[k])).choice(
-            X.shape[0], size=min(est.n_sub, X.shape[0]), replace=False))
-        return X[idx], y[idx]
+    def descriptor(self, X, y, anchors=None) -> np.ndarray:
+        """The client's descriptor of its training records ``(X, y)``.
 
-    def client_descriptor(self, est, k, client, anchors) -> np.ndarray:
-        """Client ``k``'s descriptor (``anchors``: models it was broadcast, or None)."""
-        seed = int(est._client_seeds[k])
-        X, y = self._records(est, k, client.X_train, client.y_train)
-        tr = self.transformer
+        Parameters
+        ----------
+        X : ndarray of shape (n_records, n_features)
+            Raw training features.
+        y : ndarray of shape (n_records,)
+            Training labels.
+        anchors : ndarray of shape (n_anchors, dim), optional
+            The models it was broadcast (needed by a model-anchored descriptor, and by
+            a class-conditional one of a network, which uses the first).
+
+        Returns
+        -------
+        numpy.ndarray
+            One block per anchor (model-anchored), or one block (class-conditional).
+        """
+        if self.n_sub is not None:
+            idx = client_records(X.shape[0], self.n_sub, self.seed)
+            X, y = X[idx], y[idx]
+        tr = clone(self.transformer).set_params(random_state=self.seed)
         if isinstance(tr, ClassConditionalDescriptor):
-            pts = X if est.model is None else anchor_points(est._learner, anchors[0], X)
+            pts = self._points(None if anchors is None else anchors[0], X)
             key = hashlib.blake2b(np.ascontiguousarray(pts).tobytes()
                                   + np.ascontiguousarray(y).tobytes(), digest_size=16).digest()
-            if self._cache.get(k, (None,))[0] != key:
-                phi = clone(tr).set_params(random_state=seed).fit_transform([(pts, y)])[0]
-                self._cache[k] = (key, phi)
-            return self._cache[k][1]
-        blocks = []
-        for w in anchors:
-            pts = X if est.model is None else anchor_points(est._learner, w, X)
-            margins = anchor_margins(est._learner, w, est._features(k, X), y)
-            blocks.append(clone(tr).set_params(random_state=seed)
-                          .fit_transform([(pts, margins)])[0])
-        return np.concatenate(blocks)
-
-    def anchor_models(self, est) -> np.ndarray:
-        """The models the descriptors are computed against, shape (n_anchors, dim)."""
-        models = est.cluster_models_
-        if self.anchors == "clusters" and isinstance(self.transformer, ModelAnchoredDescriptor):
-            M = est.n_clusters
-            return models if models.shape[0] == M else np.repeat(models[:1], M, axis=0)
-        sizes = est._cluster_sizes.astype(np.float64)
-        return (sizes @ models / sizes.sum())[None, :]
-
-    def descriptors(self, est, clients, anchors=None) -> np.ndarray:
-        """Every client's descriptor, as released to the server (DP mechanism applied)."""
-        phi = np.array([self.client_descriptor(est, k, c, anchors)
-                        for k, c in enumerate(clients)])
-        if est.descriptor_mechanism is not None:
-            phi = est.descriptor_mechanism.release(normalise_descriptors(phi), est._rng)
-        return phi
-
-    # -- what the server does ----------------------------------------------------------
-    def warm_up(self, est, sizes) -> None:
-        """Round-1 state of a model-dependent descriptor: one cluster, trust 1."""
-        K = sizes.size
-        w = sizes / sizes.sum()
-        est.descriptors_ = None
-        est.distances_ = np.zeros((K, K))
-        est.labels_ = np.zeros(K, dtype=np.int64)
-        est.trust_, est.z_scores_, est.weights_ = np.ones(K), np.zeros(K), w
-        est._cluster_sizes = np.array([K])
-        est.consensus_weights_ = w
-
-    def apply(self, est, descriptors, cluster: bool) -> None:
-        """Server step on ``descriptors``: Eq. 8 trust and Eq. 6 weights, and the
-        clusters when ``cluster`` (otherwise the current clusters are kept)."""
-        if cluster:
-            in_use = est.cluster_models_[est.labels_]
-            est._server_step(descriptors, None, est._n)
-            est.cluster_models_ = np.array([in_use[est.labels_ == j].mean(axis=0)
-                                            for j in range(est._cluster_sizes.size)])
-            return
-        D = descriptor_distances(descriptors)
-        trust, z = trust_weights(D, est.tau)
-        if not est.use_trust:
-            trust = np.ones_like(trust)
-        labels = est.labels_
-        weights = intra_cluster_weights(normalise_descriptors(descriptors), labels, est._n,
-                                        trust)
-        est.descriptors_ = np.asarray(descriptors, dtype=np.float64)
-        est.distances_ = D
-        est.trust_, est.z_scores_, est.weights_ = trust, z, weights
-        est.consensus_weights_ = est._cluster_sizes[labels] / labels.size * weights
-
-    def end_of_round(self, est, r: int) -> np.ndarray:
-        """After round ``r``'s aggregation: the clients' descriptors (recorded as the
-        round's signatures), and for a model-dependent descriptor the server step that
-        the next round uses. Returns the descriptors."""
-        if not self.model_dependent(est):  # static: recomputed (cached) for tracking only
-            return self.descriptors(est, est._clients) if est._tracking else None
-        first = est.descriptors_ is None
-        phi = self.descriptors(est, est._clients, self.anchor_models(est))
-        self.apply(est, phi, cluster=first or self.recluster == "every_round")
-        return phi
-
-    def dimension(self, est) -> int:
-        """Length of a client's descriptor."""
-        tr = self.transformer
-        if isinstance(tr, ClassConditionalDescriptor):
-            return len(class_conditional_names(tr.n_classes, tr.n_thresholds,
-                                               tr.class_blocks, tr.proportions))
-        n_anchors = est.n_clusters if self.anchors == "clusters" else 1
-        return n_anchors * len(model_anchored_names(tr.n_thresholds, tr.sublevel_fraction))
+            if self._cache is None or self._cache[0] != key:
+                self._cache = (key, tr.fit_transform([(pts, y)])[0])
+            return self._cache[1]
+        model_input = X if self.features is None else self.features(X)
+        return np.concatenate([
+            tr.fit_transform([(self._points(w, X),
+                               anchor_margins(self.learner, w, model_input, y))])[0]
+            for w in anchors])

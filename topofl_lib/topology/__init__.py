@@ -29,6 +29,9 @@ __all__ = [
     "anchor_margins",
     "anchor_points",
     "betti_curve",
+    "betti_grid",
+    "check_class_conditional_params",
+    "check_model_anchored_params",
     "class_conditional_descriptor",
     "class_conditional_names",
     "client_topology",
@@ -48,17 +51,18 @@ __all__ = [
 ]
 
 __getattr__, __dir__ = attach(__name__, {
-    ".descriptor": ["DESCRIPTOR_NAMES", "betti_curve", "client_topology",
+    ".descriptor": ["DESCRIPTOR_NAMES", "betti_curve", "betti_grid", "client_topology",
                     "descriptor_from_diagrams", "descriptor_names", "persistence_entropy",
                     "topological_descriptor"],
     ".distances": ["DISTANCES", "descriptor_distances", "diagram_distances",
                    "normalise_descriptors"],
     ".estimator": ["TopologicalDescriptor"],
     ".persistence": ["PERSISTENCE_METHODS", "persistence_diagrams"],
-    ".class_conditional": ["ClassConditionalDescriptor", "class_conditional_descriptor",
-                           "class_conditional_names"],
+    ".class_conditional": ["ClassConditionalDescriptor", "check_class_conditional_params",
+                           "class_conditional_descriptor", "class_conditional_names"],
     ".lower_star": ["knn_edges", "lower_star_diagrams"],
     ".model_anchored": ["ModelAnchoredDescriptor", "anchor_margins", "anchor_points",
-                        "model_anchored_descriptor", "model_anchored_names"],
+                        "check_model_anchored_params", "model_anchored_descriptor",
+                        "model_anchored_names"],
     ".summaries": ["per_point_summary"],
 })

@@ -40,24 +40,26 @@ before relying on either (the privacy notebook's attacks run on any descriptor).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from .._validation import (
+    check_bool,
     check_int,
     check_labels,
     check_points,
     check_random_state,
     check_real,
 )
+from ..core.seeds import draw_seed
 from .descriptor import canonical_subsample
+from .inputs import check_client_pairs, check_fitted_dimension, common_dimension
 from .persistence import persistence_diagrams
 from .summaries import paper_grids, per_point_summary, summary_names
 
 __all__ = [
     "ClassConditionalDescriptor",
+    "check_class_conditional_params",
     "class_conditional_descriptor",
     "class_conditional_names",
     "rips_per_point",
@@ -89,12 +91,34 @@ def class_conditional_names(n_classes: int, n_thresholds: int = 20, class_blocks
     return names
 
 
+def check_class_conditional_params(n_classes=2, label_scale=0.5, class_blocks=True,
+                                   class_weight=0.3, proportions=False, n_sub=80,
+                                   n_thresholds=20, min_class_size=5,
+                                   random_state=None) -> None:
+    """Validate the parameters of :func:`class_conditional_descriptor` (and of
+    :class:`ClassConditionalDescriptor`, whose ``get_params()`` they are).
+
+    Raises ``ValueError``/``TypeError`` naming the first bad parameter; draws nothing
+    from a ``random_state`` generator. Parameters as in
+    :func:`class_conditional_descriptor`.
+    """
+    check_int(n_classes, "n_classes", low=2)
+    check_real(label_scale, "label_scale", low=0.0)
+    check_bool(class_blocks, "class_blocks")
+    check_real(class_weight, "class_weight", low=0.0)
+    check_bool(proportions, "proportions")
+    if n_sub is not None:
+        check_int(n_sub, "n_sub", low=2)
+    check_int(n_thresholds, "n_thresholds", low=2)
+    check_int(min_class_size, "min_class_size", low=2)
+    check_random_state(random_state)
+
+
 def _seed(random_state) -> int:
     """One int seed, so every block draws its subsample from the same stream."""
     if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
-        check_random_state(random_state)
         return int(random_state)
-    return int(check_random_state(random_state).integers(2**32 - 1))
+    return draw_seed(check_random_state(random_state), high=2**32 - 1)
 
 
 def class_conditional_descriptor(
@@ -147,14 +171,10 @@ def class_conditional_descriptor(
         names from :func:`class_conditional_names`.
     """
     X = check_points(X, min_points=2)
-    check_int(n_classes, "n_classes", low=2)
+    check_class_conditional_params(n_classes, label_scale, class_blocks, class_weight,
+                                   proportions, n_sub, n_thresholds, min_class_size,
+                                   random_state)
     y = check_labels(y, X.shape[0], require_both=False, n_classes=n_classes)
-    check_real(label_scale, "label_scale", low=0.0)
-    check_real(class_weight, "class_weight", low=0.0)
-    if n_sub is not None:
-        check_int(n_sub, "n_sub", low=2)
-    check_int(n_thresholds, "n_thresholds", low=2)
-    check_int(min_class_size, "min_class_size", low=2)
     seed = _seed(random_state)
     radius = float(np.sqrt(((X - X.mean(axis=0)) ** 2).sum(axis=1).mean()))
     onehot = np.eye(n_classes)[y] * (label_scale * radius / np.sqrt(2.0))
@@ -211,36 +231,30 @@ class ClassConditionalDescriptor(TransformerMixin, BaseEstimator):
             "label_scale", "class_blocks", "class_weight", "proportions", "n_sub",
             "n_thresholds", "min_class_size")}
 
-    def _validate_params(self) -> None:
-        check_int(self.n_classes, "n_classes", low=2)
-        check_real(self.label_scale, "label_scale", low=0.0)
-        check_real(self.class_weight, "class_weight", low=0.0)
-        if self.n_sub is not None:
-            check_int(self.n_sub, "n_sub", low=2)
-        check_int(self.n_thresholds, "n_thresholds", low=2)
-        check_int(self.min_class_size, "min_class_size", low=2)
-        check_random_state(self.random_state)
+    def _check_params(self) -> None:
+        """Validate the parameters (called by ``fit``; not scikit-learn's
+        ``_validate_params``)."""
+        check_class_conditional_params(**self.get_params())
 
     def _clients(self, X) -> list[tuple[np.ndarray, np.ndarray]]:
-        return labelled_clients(X, self.n_classes)
+        return check_client_pairs(X, "labels", self.n_classes)
 
     def fit(self, X, y=None):
         """Validate the parameters and record the feature dimension."""
-        self._validate_params()
-        self.n_features_in_ = _common_dimension(self._clients(X))
+        self._check_params()
+        self.n_features_in_ = common_dimension([p for p, _ in self._clients(X)], "clients")
         self.feature_names_out_ = class_conditional_names(
             self.n_classes, self.n_thresholds, self.class_blocks, self.proportions)
         return self
 
     def transform(self, X) -> np.ndarray:
         """Descriptors of the clients in ``X``."""
-        clients = _check_fitted_clients(self, self._clients(X))
-        seed = self.random_state
-        shared = seed if isinstance(seed, np.random.Generator) else None
+        check_fitted_dimension(self)  # an unfitted transformer raises before X is read
+        clients = self._clients(X)
+        check_fitted_dimension(self, [p for p, _ in clients])
         return np.vstack([
-            class_conditional_descriptor(
-                Xk, yk, self.n_classes, **self._params(),
-                random_state=shared if shared is not None else seed)
+            class_conditional_descriptor(Xk, yk, self.n_classes, **self._params(),
+                                         random_state=self.random_state)
             for Xk, yk in clients
         ])
 
@@ -249,51 +263,3 @@ class ClassConditionalDescriptor(TransformerMixin, BaseEstimator):
         return np.asarray(class_conditional_names(
             self.n_classes, self.n_thresholds, self.class_blocks, self.proportions),
             dtype=object)
-
-
-def labelled_clients(X, n_classes: int | None = None, second: str = "labels"):
-    """Validate a sequence of per-client pairs ``(points, second)``.
-
-    ``second`` names what the second array holds: ``"labels"`` (checked against
-    ``n_classes``) or ``"margins"`` (finite reals). Returns a list of checked pairs.
-    """
-    if isinstance(X, np.ndarray) and X.ndim == 2:
-        raise TypeError("X must be a sequence of per-client pairs (points, "
-                        f"{second}), got a single 2-D array; wrap it in a list")
-    if not isinstance(X, (Sequence, np.ndarray)) or len(X) == 0:
-        raise ValueError(f"X must be a non-empty sequence of (points, {second}) pairs")
-    out = []
-    for i, item in enumerate(X):
-        if not (isinstance(item, (tuple, list)) and len(item) == 2):
-            raise TypeError(f"X[{i}] must be a pair (points, {second}), got "
-                            f"{type(item).__name__}")
-        pts = check_points(item[0], f"X[{i}][0]", min_points=2)
-        if second == "labels":
-            vals = check_labels(item[1], pts.shape[0], f"X[{i}][1]", require_both=False,
-                                n_classes=n_classes)
-        else:
-            vals = np.asarray(item[1], dtype=np.float64)
-            if vals.shape != (pts.shape[0],):
-                raise ValueError(f"X[{i}][1] must have shape ({pts.shape[0]},), got "
-                                 f"{vals.shape}")
-            if not np.all(np.isfinite(vals)):
-                raise ValueError(f"X[{i}][1] contains NaN or infinite values")
-        out.append((pts, vals))
-    return out
-
-
-def _common_dimension(clients) -> int:
-    dims = {p.shape[1] for p, _ in clients}
-    if len(dims) > 1:
-        raise ValueError(f"clients in X have different dimensions {sorted(dims)}")
-    return dims.pop()
-
-
-def _check_fitted_clients(est, clients):
-    if not hasattr(est, "n_features_in_"):
-        raise ValueError(f"this {type(est).__name__} is not fitted yet; call fit first")
-    for i, (p, _) in enumerate(clients):
-        if p.shape[1] != est.n_features_in_:
-            raise ValueError(f"X[{i}] has {p.shape[1]} features, but the transformer was "
-                             f"fitted with {est.n_features_in_}")
-    return clients

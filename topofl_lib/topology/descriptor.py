@@ -48,6 +48,7 @@ __all__ = [
     "DESCRIPTOR_NAMES",
     "H1_GRIDS",
     "betti_curve",
+    "betti_grid",
     "canonical_subsample",
     "check_diagram",
     "check_diagrams",
@@ -136,7 +137,22 @@ def betti_curve(dgm: np.ndarray, thresholds: np.ndarray, n_essential: int = 0) -
     return alive.sum(axis=1).astype(np.float64) + n_essential
 
 
-def _grid(deaths: np.ndarray, n_thresholds: int) -> np.ndarray:
+def betti_grid(deaths, n_thresholds: int) -> np.ndarray:
+    """Appendix B threshold grid: ``n_thresholds`` values from 0 to the 95th percentile
+    of ``deaths`` (all zeros when there are none).
+
+    Parameters
+    ----------
+    deaths : ndarray of shape (n_pairs,)
+        Finite death values of one diagram.
+    n_thresholds : int
+        ``L``, the number of thresholds.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n_thresholds,)
+    """
+    deaths = np.asarray(deaths, dtype=np.float64)
     top = float(np.percentile(deaths, 95)) if deaths.size else 0.0
     return np.linspace(0.0, top, n_thresholds)
 
@@ -157,8 +173,8 @@ def descriptor_from_diagrams(
     scalars += [float(np.sqrt((p**2).sum())) for p in pers]
     scalars += [float((p > np.median(p)).sum()) if p.size else 0.0 for p in pers]
     scalars += [float(h0.shape[0]), float(h1.shape[0])]
-    grid0 = _grid(h0[:, 1], n_thresholds)
-    grid1 = grid0 if h1_grid == "h0" else _grid(h1[:, 1], n_thresholds)
+    grid0 = betti_grid(h0[:, 1], n_thresholds)
+    grid1 = grid0 if h1_grid == "h0" else betti_grid(h1[:, 1], n_thresholds)
     curve0 = betti_curve(h0, grid0, n_essential=1)
     curve1 = betti_curve(h1, grid1)
     return np.concatenate([scalars, curve0, curve1])

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.exceptions import NotFittedError
 
-from .._validation import (
-    check_bool,
-    check_choice,
-    check_int,
-    check_points,
-    check_random_state,
-)
+from .._validation import check_bool, check_choice, check_int, check_random_state
 from .descriptor import H1_GRIDS, descriptor_names, topological_descriptor
+from .inputs import check_clouds, check_fitted_dimension, common_dimension
 from .persistence import PERSISTENCE_METHODS
 
 __all__ = ["TopologicalDescriptor"]
@@ -83,39 +75,18 @@ class TopologicalDescriptor(TransformerMixin, BaseEstimator):
         check_bool(self.strict, "strict")
         check_random_state(self.random_state)
 
-    @staticmethod
-    def _clouds(X) -> list[np.ndarray]:
-        if isinstance(X, np.ndarray) and X.ndim == 2:
-            raise TypeError(
-                "X must be a sequence of point clouds (one 2-D array per client), got a "
-                "single 2-D array; wrap it in a list"
-            )
-        if not isinstance(X, (Sequence, np.ndarray)) or len(X) == 0:
-            raise ValueError("X must be a non-empty sequence of point clouds")
-        return [check_points(c, f"X[{i}]", min_points=2) for i, c in enumerate(X)]
-
     def fit(self, X, y=None):
         """Validate the parameters and record the point dimension."""
         self._check_params()
-        clouds = self._clouds(X)
-        dims = {c.shape[1] for c in clouds}
-        if len(dims) > 1:
-            raise ValueError(f"point clouds in X have different dimensions {sorted(dims)}")
-        self.n_features_in_ = dims.pop()
+        self.n_features_in_ = common_dimension(check_clouds(X))
         self.feature_names_out_ = descriptor_names(self.n_thresholds)
         return self
 
     def transform(self, X) -> np.ndarray:
         """Descriptors of the clouds in ``X``, shape ``(len(X), 8 + 2 L)``."""
-        if not hasattr(self, "n_features_in_"):
-            raise NotFittedError("this TopologicalDescriptor is not fitted yet; call fit first")
-        clouds = self._clouds(X)
-        for i, c in enumerate(clouds):
-            if c.shape[1] != self.n_features_in_:
-                raise ValueError(
-                    f"X[{i}] has {c.shape[1]} features, but the transformer was fitted "
-                    f"with {self.n_features_in_}"
-                )
+        check_fitted_dimension(self)  # an unfitted transformer raises before X is read
+        clouds = check_clouds(X)
+        check_fitted_dimension(self, clouds)
         seed = self.random_state
         shared = seed if isinstance(seed, np.random.Generator) else None
         return np.vstack([

@@ -14,22 +14,40 @@ Graph
     complete graph. Exact distance ties are broken by record order (a measure-zero event
     for real-valued data), which is the only way the graph can depend on record order.
 Persistence
-    :func:`lower_star_diagrams` builds the filtered complex in a gudhi ``SimplexTree``
-    (float64 filtration values; ripser's sparse interface would round them to float32)
-    and returns every pair of positive persistence, exactly. Essential classes (the
-    components of the graph in H0, the cycles of its flag complex that no triangle fills
-    in H1) have death ``inf``. Tests check the diagrams against a brute-force boundary
-    matrix reduction on small complexes.
+    :func:`lower_star_diagrams` returns every pair of positive persistence, exactly, in
+    float64. Essential classes (the components of the graph in H0, the cycles of its
+    flag complex that no triangle fills in H1) have death ``inf``. Tests check the
+    diagrams against a brute-force boundary-matrix reduction on small complexes (and
+    against gudhi's ``SimplexTree`` where the ``deep`` extra is installed).
+
+How it is computed (no optional dependency)
+    The lower-star filtration of a flag complex is a Vietoris–Rips filtration with
+    vertex births: edge :math:`(i, j)` at :math:`\max(f_i, f_j)` and every triangle at the
+    largest of its edges, which is the largest of its vertices. ripser (a base
+    dependency) computes exactly that from a sparse matrix holding the vertex values
+    on its diagonal and the edge values off it. ripser stores filtration values in
+    float32, which would round the margins, so it is given the *ranks* of the values
+    instead (1 for the smallest distinct value, 2 for the next, ...; exact in float32):
+    a strictly increasing relabelling of the filtration values leaves the complexes of
+    the filtration, hence which simplex creates and which destroys each class,
+    unchanged, so the diagram of the ranks maps back to the diagram of the values
+    entry by entry. Zero-persistence pairs stay zero, positive ones positive.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from ripser import ripser
+from scipy import sparse
 from scipy.spatial import cKDTree
 
 from .._validation import check_int, check_points
 
-__all__ = ["knn_edges", "lower_star_diagrams"]
+__all__ = ["MAX_LEVELS", "knn_edges", "lower_star_diagrams"]
+
+#: Distinct filtration values :func:`lower_star_diagrams` handles: their ranks must be
+#: exact in ripser's float32 (every integer up to 2**24 is).
+MAX_LEVELS = 2**24
 
 
 def knn_edges(X, n_neighbors: int) -> np.ndarray:
@@ -78,8 +96,6 @@ def lower_star_diagrams(values, edges) -> list[np.ndarray]:
         ``[H0, H1]``, each of shape ``(n_pairs, 2)`` with columns (birth, death), sorted;
         pairs of zero persistence are omitted and essential classes have death ``inf``.
     """
-    import gudhi
-
     f = np.asarray(values, dtype=np.float64)
     if f.ndim != 1 or f.size == 0:
         raise ValueError(f"values must be a non-empty 1-D array, got shape {f.shape}")
@@ -90,18 +106,23 @@ def lower_star_diagrams(values, edges) -> list[np.ndarray]:
         raise ValueError(f"edges refer to vertices outside 0..{f.size - 1}")
     if E.size and np.any(E[:, 0] == E[:, 1]):
         raise ValueError("edges contain a self-loop")
-    st = gudhi.SimplexTree()
-    st.insert_batch(np.arange(f.size)[None, :], f)
-    if E.size:
-        st.insert_batch(E.T, np.maximum(f[E[:, 0]], f[E[:, 1]]))
-    st.expansion(2)
-    # persistence_dim_max=True: H1 is computed even when the complex has no triangle
-    # (gudhi skips the top dimension otherwise).
-    st.compute_persistence(homology_coeff_field=2, persistence_dim_max=True)
+    levels, rank = np.unique(f, return_inverse=True)
+    if levels.size >= MAX_LEVELS:
+        raise ValueError(f"values have {levels.size} distinct entries; at most "
+                         f"{MAX_LEVELS - 1} are exact in ripser's float32")
+    rank = rank.reshape(-1) + 1.0  # 1, 2, ...: ripser drops the zero entries of a matrix
+    E = np.unique(np.sort(E, axis=1), axis=0)
+    rows = np.concatenate([np.arange(f.size), E[:, 0]])
+    cols = np.concatenate([np.arange(f.size), E[:, 1]])
+    data = np.concatenate([rank, np.maximum(rank[E[:, 0]], rank[E[:, 1]])])
+    dm = sparse.coo_matrix((data, (rows, cols)), shape=(f.size, f.size))
+    dgms = ripser(dm, distance_matrix=True, maxdim=1)["dgms"]
+    value = np.concatenate([levels, [np.inf]])  # rank r (1-based) -> levels[r - 1]
     out = []
-    for q in (0, 1):
-        d = np.asarray(st.persistence_intervals_in_dimension(q), dtype=np.float64)
-        d = d.reshape(-1, 2)
+    for d in dgms:
+        d = np.asarray(d, dtype=np.float64).reshape(-1, 2)
         d = d[d[:, 1] > d[:, 0]]
+        idx = np.where(np.isinf(d), levels.size + 1, d).astype(np.int64) - 1
+        d = value[idx]
         out.append(d[np.lexsort((d[:, 1], d[:, 0]))])
     return out

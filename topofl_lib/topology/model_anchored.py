@@ -47,9 +47,9 @@ import numpy as np
 from scipy.special import expit
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from .._validation import check_int, check_labels, check_points, check_random_state
-from .class_conditional import _check_fitted_clients, _common_dimension, labelled_clients
+from .._validation import check_bool, check_int, check_labels, check_points, check_random_state
 from .descriptor import canonical_subsample
+from .inputs import check_client_pairs, check_fitted_dimension, common_dimension
 from .lower_star import knn_edges, lower_star_diagrams
 from .summaries import per_point_summary, summary_names
 
@@ -57,6 +57,7 @@ __all__ = [
     "ModelAnchoredDescriptor",
     "anchor_margins",
     "anchor_points",
+    "check_model_anchored_params",
     "model_anchored_descriptor",
     "model_anchored_names",
 ]
@@ -112,6 +113,23 @@ def model_anchored_names(n_thresholds: int = 20, sublevel_fraction: bool = True,
     return head + summary_names(n_thresholds, prefix + "margin_")
 
 
+def check_model_anchored_params(n_neighbors=15, n_sub=80, n_thresholds=20,
+                                sublevel_fraction=True, random_state=None) -> None:
+    """Validate the parameters of :func:`model_anchored_descriptor` (and of
+    :class:`ModelAnchoredDescriptor`, whose ``get_params()`` they are).
+
+    Raises ``ValueError``/``TypeError`` naming the first bad parameter; draws nothing
+    from a ``random_state`` generator. Parameters as in
+    :func:`model_anchored_descriptor`.
+    """
+    check_int(n_neighbors, "n_neighbors", low=1)
+    if n_sub is not None:
+        check_int(n_sub, "n_sub", low=2)
+    check_int(n_thresholds, "n_thresholds", low=2)
+    check_bool(sublevel_fraction, "sublevel_fraction")
+    check_random_state(random_state)
+
+
 def model_anchored_descriptor(
     points,
     margins,
@@ -151,13 +169,11 @@ def model_anchored_descriptor(
         raise ValueError(f"margins must have shape ({P.shape[0]},), got {m.shape}")
     if not np.all(np.isfinite(m)):
         raise ValueError("margins contain NaN or infinite values")
-    check_int(n_neighbors, "n_neighbors", low=1)
-    if n_sub is not None:
-        check_int(n_sub, "n_sub", low=2)
-        if P.shape[0] > n_sub:
-            keep = canonical_subsample(P, n_sub, check_random_state(random_state))
-            P, m = P[keep], m[keep]
-    check_int(n_thresholds, "n_thresholds", low=2)
+    check_model_anchored_params(n_neighbors, n_sub, n_thresholds, sublevel_fraction,
+                                random_state)
+    if n_sub is not None and P.shape[0] > n_sub:
+        keep = canonical_subsample(P, n_sub, check_random_state(random_state))
+        P, m = P[keep], m[keep]
     f = expit(m)
     grid = np.linspace(0.0, 1.0, n_thresholds)
     dgms = lower_star_diagrams(f, knn_edges(P, n_neighbors))
@@ -200,33 +216,27 @@ class ModelAnchoredDescriptor(TransformerMixin, BaseEstimator):
         self.sublevel_fraction = sublevel_fraction
         self.random_state = random_state
 
-    def _validate_params(self) -> None:
-        check_int(self.n_neighbors, "n_neighbors", low=1)
-        if self.n_sub is not None:
-            check_int(self.n_sub, "n_sub", low=2)
-        check_int(self.n_thresholds, "n_thresholds", low=2)
-        check_random_state(self.random_state)
+    def _check_params(self) -> None:
+        """Validate the parameters (called by ``fit``; not scikit-learn's
+        ``_validate_params``)."""
+        check_model_anchored_params(**self.get_params())
 
     def fit(self, X, y=None):
         """Validate the parameters and record the dimension of the points."""
-        self._validate_params()
-        self.n_features_in_ = _common_dimension(labelled_clients(X, second="margins"))
+        self._check_params()
+        clients = check_client_pairs(X, "margins")
+        self.n_features_in_ = common_dimension([p for p, _ in clients], "clients")
         self.feature_names_out_ = model_anchored_names(self.n_thresholds,
                                                        self.sublevel_fraction)
         return self
 
     def transform(self, X) -> np.ndarray:
         """Descriptors of the clients in ``X``."""
-        clients = _check_fitted_clients(self, labelled_clients(X, second="margins"))
-        seed = self.random_state
-        shared = seed if isinstance(seed, np.random.Generator) else None
-        return np.vstack([
-            model_anchored_descriptor(
-                P, m, n_neighbors=self.n_neighbors, n_sub=self.n_sub,
-                n_thresholds=self.n_thresholds, sublevel_fraction=self.sublevel_fraction,
-                random_state=shared if shared is not None else seed)
-            for P, m in clients
-        ])
+        check_fitted_dimension(self)  # an unfitted transformer raises before X is read
+        clients = check_client_pairs(X, "margins")
+        check_fitted_dimension(self, [p for p, _ in clients])
+        return np.vstack([model_anchored_descriptor(P, m, **self.get_params())
+                          for P, m in clients])
 
     def get_feature_names_out(self, input_features=None) -> np.ndarray:
         """Names of the descriptor entries."""

@@ -30,14 +30,14 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_int
-from .descriptor import _grid, _names, betti_curve, persistence_entropy
+from .descriptor import betti_curve, betti_grid, descriptor_names, persistence_entropy
 
 __all__ = ["paper_grids", "per_point_summary", "summary_names"]
 
 
 def paper_grids(diagrams, n_thresholds: int = 20) -> list[np.ndarray]:
     """Appendix B grids of finite ``[H0, H1]`` diagrams: 0 to the 95th death percentile."""
-    return [_grid(np.asarray(d, dtype=np.float64).reshape(-1, 2)[:, 1], n_thresholds)
+    return [betti_grid(np.asarray(d, dtype=np.float64).reshape(-1, 2)[:, 1], n_thresholds)
             for d in diagrams[:2]]
 
 
@@ -91,4 +91,4 @@ def per_point_summary(diagrams, n_points: int, grids, n_essential=(1, 0),
 
 def summary_names(n_thresholds: int, prefix: str = "") -> list[str]:
     """Names of a summary's entries, each prefixed by ``prefix``."""
-    return [prefix + n for n in _names(n_thresholds)]
+    return [prefix + n for n in descriptor_names(n_thresholds)]

@@ -25,6 +25,7 @@ __all__ = [
     "dp_utility_plot",
     "figure6",
     "leakage_summary_plot",
+    "roc_figure",
     "final_metric_panels",
     "metric_curves",
     "paired_difference_plot",
@@ -33,6 +34,7 @@ __all__ = [
 
 __getattr__, __dir__ = attach(__name__, {
     ".clustering": ["energy_contours", "metric_vs_epsilon_facets"],
+    ".detection": ["roc_figure"],
     ".deep": ["alpha_trajectory_plot", "barcode_grid", "feature_projection_plot",
               "label_distribution_heatmaps", "tgbs_table2_plot"],
     ".figures": ["final_metric_panels", "metric_curves", "paired_difference_plot",

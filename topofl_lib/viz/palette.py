@@ -16,6 +16,7 @@ __all__ = [
     "CLUSTERING_COLOURS",
     "CLUSTER_SERIES",
     "CYAN",
+    "DESCRIPTOR_COLOURS",
     "GREEN",
     "GREY",
     "HOMOLOGY_COLOURS",
@@ -44,6 +45,8 @@ CHANNEL_COLOURS = {"gradient": BLUE, "descriptor": GREEN}
 #: Privacy attacks.
 ATTACK_COLOURS = {"closed_form": RED, "optimisation": BLUE, "population_guess": GREY,
                   "descriptor_inversion": GREEN}
+#: pTopoFL's descriptor options (detection report): the paper's and the label-aware ones.
+DESCRIPTOR_COLOURS = {"paper": BLUE, "class_conditional": ORANGE, "model_anchored": GREEN}
 #: Persistence diagrams and barcodes: H0 and H1.
 HOMOLOGY_COLOURS = {0: BLUE, 1: RED}
 #: Scenarios in turn (DP utility).
