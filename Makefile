@@ -5,20 +5,29 @@
 # PROFILE=auto runs the papers' protocols where a CUDA GPU is present and the CPU profile
 # (papers' protocols except for the two deep notebooks, reduced there) otherwise.
 # PROFILE=quick never publishes: it writes build/reproduce/quick/ (see the README).
+# The environment is installed with the lock file constraints.txt, the versions the
+# committed results were made with; `make lock` refreshes it (see scripts/lock.py).
 PYTHON  ?= python3
 PROFILE ?= auto
 VENV    := .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-stamp
+LOCK    := constraints.txt
 APT_PACKAGES := chromium dataset-fashion-mnist
 
-.PHONY: setup system reproduce test lint benchmark flower clean
+.PHONY: setup system reproduce test lint lock benchmark flower clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[all]"
+	$(PY) -m pip install --quiet -c $(LOCK) -e ".[all]"
 	touch $(STAMP)
+
+# Re-pin $(LOCK) to the versions installed in $(VENV) (uv pip compile of the `all`
+# extra, checked against what is installed). `make lock UPGRADE=1`: the newest versions
+# pyproject.toml allows instead; the next `make setup` installs them.
+lock: $(STAMP)
+	$(PY) scripts/lock.py $(if $(UPGRADE),--upgrade)
 
 # Debian packages: Chromium (static PNG figures via kaleido) and Fashion-MNIST.
 # Skipped with a message where apt is unavailable; figures are then written as HTML only.
@@ -51,8 +60,9 @@ benchmark: $(STAMP)
 	$(PY) benchmarks/run_benchmarks.py
 	$(PY) benchmarks/fedtopo_te.py
 
-# pTopoFL on a real local Flower federation (SuperLink + 8 SuperNodes), beside the
-# in-process engine; every process it starts is stopped at the end.
+# pTopoFL on a real local Flower federation (SuperLink + 8 SuperNodes, TLS with a CA
+# made at start and registered SuperNode keys), beside the in-process engine; every
+# process it starts is stopped at the end. Round times: benchmarks/flower_rounds.py.
 flower: $(STAMP)
 	$(PY) -m topofl_lib flower --rounds 15
 

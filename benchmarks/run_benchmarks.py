@@ -46,7 +46,7 @@ def descriptor_benchmark() -> None:
         exact = best_of(lambda X=X, s=n_sub: topological_descriptor(X, s, random_state=0),
                         repeat)
         approx = best_of(lambda X=X, s=n_sub: topological_descriptor(
-            X, s, method="triangle", random_state=0), repeat)
+            X, s, persistence="triangle", random_state=0), repeat)
         label = "all" if n_sub is None else str(n_sub)
         print(f"{n:>10} {label:>6} {exact * 1e3:>10.1f} {approx * 1e3:>12.1f} "
               f"{exact / approx:>7.2f}")

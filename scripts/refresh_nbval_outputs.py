@@ -3,9 +3,11 @@
 CI validates the notebooks with ``pytest --nbval-lax``: only cells whose source starts
 with ``# NBVAL_CHECK_OUTPUT`` are compared with their stored output. After changing a
 notebook, run ``.venv/bin/python scripts/refresh_nbval_outputs.py`` from the repository
-root: it executes every notebook with its default (quick) parameters in a temporary
-folder and copies the outputs of the checked cells, and only those, into the source
-notebook. All other outputs stay cleared so the committed notebooks stay small.
+root (``scripts/refresh_nbval_outputs.py notebooks/NAME.ipynb`` for one notebook): it
+executes every notebook with its default (quick) parameters in a temporary folder, with
+a fresh run store (``$TOPOFL_CACHE_DIR``, as ``make test`` has), and copies the outputs of
+the checked cells, and only those, into the source notebook. All other outputs stay
+cleared so the committed notebooks stay small.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ MARK = "# NBVAL_CHECK_OUTPUT"
 def refresh(path: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["TOPOFL_OUTPUT_DIR"] = tmp
+        os.environ["TOPOFL_CACHE_DIR"] = str(Path(tmp) / "runs")  # every run computed
         out = Path(tmp) / path.name
         pm.execute_notebook(str(path), str(out), cwd=str(path.parent), progress_bar=False)
         executed = nbformat.read(out, as_version=4)

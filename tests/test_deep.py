@@ -192,7 +192,7 @@ def test_torch_runs_are_deterministic(digits_iid):
 
 def test_learner_gradient_matches_autograd(digits_iid):
     est = _deep("FedAvg", n_rounds=1).fit(digits_iid)
-    learner, data = est._learner, est._data[0]
+    learner, data = est.learner_, est._data[0]
     w = est.coef_
     idx = np.arange(7)
     g = learner.gradient(w, data, idx)

@@ -145,11 +145,11 @@ def test_too_few_points_strict_and_lenient():
     assert phi.shape == (48,)
 
 
-def test_unknown_method():
-    """An unknown persistence method raises ValueError mentioning 'method'."""
+def test_unknown_persistence():
+    """An unknown persistence algorithm raises ValueError naming 'persistence'."""
     X = np.random.default_rng(0).normal(size=(100, 3))
-    with pytest.raises(ValueError, match="method"):
-        topological_descriptor(X, 80, method="cech", random_state=0)
+    with pytest.raises(ValueError, match="unknown persistence 'cech'"):
+        topological_descriptor(X, 80, persistence="cech", random_state=0)
 
 
 def test_transformer_bad_input():
@@ -231,12 +231,12 @@ def test_oversized_persistence_is_refused_before_computing(method, monkeypatch):
     X = np.random.default_rng(0).normal(size=(2000, 5))
     with pytest.raises(MemoryError, match=r"X\[0\] \(client 0\): persistence of 2000 "
                                           "points .* pass n_sub=") as info:
-        TopologicalDescriptor(n_sub=None, method=method).fit_transform([X])
+        TopologicalDescriptor(n_sub=None, persistence=method).fit_transform([X])
     assert computed == []
     safe = int(re.search(r"n_sub=(\d+) or less", str(info.value)).group(1))
     estimate = persistence_module.persistence_memory
     assert estimate(safe, method) <= budget < estimate(safe + 1, method)
-    phi = TopologicalDescriptor(n_sub=safe, method=method, random_state=0).fit_transform([X])
+    phi = TopologicalDescriptor(n_sub=safe, persistence=method, random_state=0).fit_transform([X])
     assert phi.shape == (1, 48) and computed == [safe]
     with pytest.raises(MemoryError, match=f"subsample X to at most {safe} points"):
         persistence_diagrams(X, method)

@@ -1,16 +1,26 @@
-"""pTopoFL on real Flower clients: the shared server code, parity with the in-process
-engine, and a SuperNode killed mid-training.
+"""pTopoFL on real Flower clients: the shared server code, the strategy's checks of
+replies, the command line, lean ClientApp imports, and real federations on 127.0.0.1:
+parity with the in-process engine, who may join (TLS, registered SuperNode keys), and
+faults with 32 SuperNodes (two killed, one restarted, malformed replies).
 
-The two federation tests start a SuperLink and eight SuperNodes as processes on
-127.0.0.1 (``LocalFederation``); every process is stopped when the test ends, also on
-failure. They are skipped, saying why, where Flower is not installed.
+Every federation process is stopped when its test or fixture ends, also on failure
+(``LocalFederation`` as a context manager; extra processes in ``finally``). The
+federation tests are skipped, saying why, where Flower is not installed.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
+import os
+import socket
+import ssl
+import stat
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,8 +35,10 @@ from topofl_lib.federated.aggregation import (
 )
 from topofl_lib.federated.base import client_streams
 from topofl_lib.federated.ptopofl import signature_drift
+from topofl_lib.topology import DESCRIPTOR_NAMES
 
-needs_flower = pytest.mark.skipif(importlib.util.find_spec("flwr") is None,
+has_flower = importlib.util.find_spec("flwr") is not None
+needs_flower = pytest.mark.skipif(not has_flower,
                                   reason="Flower is not installed: pip install -e .[flower]")
 
 
@@ -90,7 +102,242 @@ def test_client_streams_and_per_client_mode():
         PTopoFL(rng_streams="global", random_state=0).fit(sc)
 
 
-# -- a real federation ------------------------------------------------------------------
+# -- the strategy's checks of replies (no federation) ----------------------------------
+def _reply(node: int, content=None, error: str | None = None):
+    from flwr.app import Error, Message, MessageType, Metadata
+
+    md = Metadata(run_id=1, message_id="", src_node_id=node, dst_node_id=0,
+                  reply_to_message_id=f"to-{node}", group_id="1", created_at=0.0, ttl=60.0,
+                  message_type=MessageType.TRAIN)
+    if error is not None:
+        return Message(Error(code=0, reason=error), metadata=md)
+    return Message(content, metadata=md)
+
+
+def _train_reply(node: int, pid: int, w, descriptor):
+    from flwr.app import ArrayRecord, MetricRecord, RecordDict
+
+    metrics = MetricRecord({"partition-id": pid, "num-examples": 50,
+                            "descriptor": [float(v) for v in descriptor]})
+    return _reply(node, RecordDict({"arrays": ArrayRecord([np.asarray(w, float)]),
+                                    "metrics": metrics}))
+
+
+@needs_flower
+def test_malformed_replies_never_enter_the_aggregate():
+    """NaN in the model, a wrong length, a short descriptor, a borrowed partition id and
+    an error reply are all dropped: the aggregate is Eq. 6/7 over the valid replies."""
+    from topofl_lib.flower.server_app import DESCRIPTOR_DIM, TopoflStrategy
+
+    assert DESCRIPTOR_DIM == len(DESCRIPTOR_NAMES) == 48
+    rng = np.random.default_rng(3)
+    K, P = 8, 5
+    descriptors = rng.random((K, DESCRIPTOR_DIM))
+    strategy = TopoflStrategy("pTopoFL", 2, 0.3, 2.0, {"descriptor": True,
+                              "track-signatures": True}, timeout=1.0, min_nodes=1)
+    strategy.partition_ = {100 + k: k for k in range(K)}
+    strategy.sizes_ = {k: 40 + k for k in range(K)}
+    strategy.n_params_ = P
+    strategy.state_ = server_state(descriptors, [40 + k for k in range(K)], 2, 2.0)
+    strategy.cluster_models_ = previous = rng.normal(size=(2, P))
+    strategy.signatures_ = [descriptors]
+    local, new_phi = rng.normal(size=(K, P)), rng.random((K, DESCRIPTOR_DIM))
+    bad = {1: local[1].copy(), 2: np.append(local[2], 0.0)}
+    bad[1][3] = np.nan
+    replies = [_train_reply(100 + k, k, bad.get(k, local[k]),
+                            new_phi[k][:-1] if k == 3 else new_phi[k]) for k in range(5)]
+    replies += [_train_reply(105, 6, local[5], new_phi[5]),        # node 105 is client 5
+                _reply(106, error="node_unavail"),
+                _train_reply(107, 7, local[7], new_phi[7])]
+    arrays, _ = strategy.aggregate_train(1, replies)
+    responded = np.isin(np.arange(K), [0, 4, 7])
+    expected = aggregate_round(local, strategy.state_["labels"], strategy.state_["weights"],
+                               strategy.state_["cluster_sizes"], 0.3, previous, responded)
+    np.testing.assert_array_equal(np.stack(arrays.to_numpy_ndarrays()), expected)
+    np.testing.assert_array_equal(strategy.cluster_models_, expected)
+    rejected = {r["node"]: (r["client"], r["reason"]) for r in strategy.history_["rejected"]}
+    assert sorted(rejected) == [101, 102, 103, 105]
+    assert rejected[101] == (1, "model with NaN or infinite values")
+    assert rejected[102][1] == f"model of shape [({P + 1},)], expected one of length {P}"
+    assert rejected[103][1] == f"descriptor of length 47, expected {DESCRIPTOR_DIM}"
+    assert rejected[105] == (5, "partition id 6, but node 105 is client 5")
+    entry = strategy.history_["rounds"][-1]
+    assert entry["replied"] == [0, 4, 7] and entry["missing"] == [1, 2, 3, 5, 6]
+    # only valid replies update the signatures; the others keep their last one
+    sig = strategy.signatures_[-1]
+    np.testing.assert_array_equal(sig[[0, 4, 7]], new_phi[[0, 4, 7]])
+    np.testing.assert_array_equal(sig[[1, 2, 3, 5, 6]], descriptors[[1, 2, 3, 5, 6]])
+
+
+@needs_flower
+def test_query_replies_are_checked():
+    from flwr.app import MetricRecord, RecordDict
+
+    from topofl_lib.flower.server_app import DESCRIPTOR_DIM, TopoflStrategy
+
+    def query(pid, n_params=25, descriptor=DESCRIPTOR_DIM):
+        m = MetricRecord({"partition-id": pid, "num-examples": 50, "n-features": 20,
+                          "n-params": n_params, "descriptor": [0.5] * descriptor})
+        return _reply(100 + pid, RecordDict({"metrics": m}))
+
+    strategy = TopoflStrategy("pTopoFL", 2, 0.3, 2.0, {"descriptor": True}, 1.0, 1)
+    assert strategy._query_error(query(0)) is None
+    assert strategy._query_error(query(0, n_params=20)) == (
+        "invalid partition id 0, size 50, features 20 or width 20")
+    assert strategy._query_error(query(0, descriptor=47)) == (
+        f"descriptor of length 47, expected {DESCRIPTOR_DIM}")
+    strategy.n_features_, strategy.n_params_ = 20, 25
+    strategy.sizes_, strategy.state_ = {0: 50, 1: 50}, {"labels": np.zeros(2, int)}
+    assert strategy._query_error(query(1)) is None                  # a client rejoining
+    assert strategy._query_error(query(1, n_params=26)) == (
+        "20 features and width 26, but the federation has 20 and 25")
+    assert strategy._query_error(query(2)) == (
+        "partition id 2 is not one of the 2 clients of round 0")
+
+
+@needs_flower
+def test_polling_grid_collects_replies_and_honours_the_timeout():
+    from flwr.app import MetricRecord, RecordDict
+
+    from topofl_lib.flower.waits import PollingGrid
+
+    class FakeGrid:
+        """Node 1 replies after 20 ms, node 2 after 60 ms, node 3 never."""
+
+        def __init__(self):
+            self.pulls, self.t0 = 0, time.monotonic()
+
+        def push_messages(self, messages):
+            return [f"to-{n}" for n in messages]
+
+        def pull_messages(self, ids):
+            self.pulls += 1
+            ready = [n for n, t in ((1, 0.02), (2, 0.06)) if time.monotonic() - self.t0 > t]
+            return [_reply(n, RecordDict({"metrics": MetricRecord({"n": n})}))
+                    for n in ready if f"to-{n}" in ids]
+
+        def get_node_ids(self):
+            return [1, 2, 3]
+
+    fake = FakeGrid()
+    grid = PollingGrid(fake, interval=0.005)
+    t0 = time.monotonic()
+    replies = grid.send_and_receive([1, 2, 3], timeout=0.2)
+    assert time.monotonic() - t0 >= 0.2                 # waited for node 3 until the timeout
+    assert sorted(r.metadata.src_node_id for r in replies) == [1, 2]  # each reply once
+    assert set(grid.arrived) == {"to-1", "to-2"} and fake.pulls > 4
+    assert grid.get_node_ids() == [1, 2, 3]  # everything else is the wrapped grid's
+    assert grid.send_and_receive([]) == []
+    with pytest.raises(ValueError, match="interval must be > 0"):
+        PollingGrid(fake, interval=0)
+
+
+def test_pacer_polls_just_before_the_next_message_is_due():
+    """A SuperNode's waits between pulls: doubling without history, then timed by the
+    ServerApp's pace (creation times of the messages of a kind), capped by idle_max."""
+    from topofl_lib.flower.waits import STEP, Pacer
+
+    now = [100.0]
+    pacer = Pacer(0.02, 2.0, clock=lambda: now[0])
+    assert [pacer.idle_wait() for _ in range(9)] == [0.02, 0.04, 0.08, 0.16, 0.32, 0.64,
+                                                    1.28, 2.0, 2.0]
+    for created, arrived in ((100.0, 100.5), (104.0, 104.9), (108.0, 108.6)):
+        now[0] = arrived
+        pacer.message(created, "train")  # every 4 s; at best 0.5 s from creation to arrival
+    pacer.message(108.1, "evaluate")     # one evaluation: no pace for its kind yet
+    due, step = 112.0 + 0.5, STEP * 4.0   # next train, in local time
+    pulls = []
+    while now[0] < due + 2.0:
+        now[0] += pacer.idle_wait()
+        pulls.append(now[0])
+    before = [t for t in pulls if t < due]
+    assert 0 < due - before[-1] <= step + 1e-9           # the last pull before it is due
+    assert np.all(np.diff(pulls) <= 2.0 + 1e-9)          # never longer than idle_max
+    assert len(before) <= 4 and min(t for t in pulls if t >= due) - due <= step + 1e-9
+    gaps_after = np.diff([t for t in pulls if t >= due])
+    assert np.all(gaps_after[1:] >= gaps_after[:-1] - 1e-9)  # overdue: backing off
+    with pytest.raises(ValueError, match="idle_min <= idle_max"):
+        Pacer(1.0, 0.5)
+
+
+# -- credentials, command line, imports --------------------------------------------------
+@needs_flower
+def test_credentials(tmp_path):
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from topofl_lib.flower.security import make_node_key, make_tls
+
+    tls = make_tls(tmp_path)
+    ca = x509.load_pem_x509_certificate(tls.ca.read_bytes())
+    cert = x509.load_pem_x509_certificate(tls.cert.read_bytes())
+    cert.verify_directly_issued_by(ca)
+    sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert [str(ip) for ip in sans.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+    assert sans.get_values_for_type(x509.DNSName) == ["localhost"]
+    assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    ctx = ssl.create_default_context(cafile=str(tls.ca))  # the CA loads as a trust anchor
+    assert ctx.cert_store_stats()["x509_ca"] == 1
+    private, public = make_node_key(tmp_path, "node_0")
+    key = serialization.load_ssh_private_key(private.read_bytes(), None)
+    assert isinstance(key, ec.EllipticCurvePrivateKey) and key.curve.name == "secp256r1"
+    pub = serialization.load_ssh_public_key(public.read_bytes())
+    assert pub.public_numbers() == key.public_key().public_numbers()
+    for path in (tls.key, private):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    with pytest.raises(ValueError, match="plain file stem"):
+        make_node_key(tmp_path, "../x")
+    with pytest.raises(ValueError, match="days must be >= 1"):
+        make_tls(tmp_path, days=0)
+
+
+def test_cli_rejects_bad_arguments_before_writing(tmp_path, capsys):
+    from topofl_lib.reproduce import main
+
+    workdir = tmp_path / "flower"
+    for args, message in ((["--rounds", "0"], "argument --rounds: must be >= 1, got 0"),
+                          (["--seed", "-1"], "argument --seed: must be >= 0, got -1"),
+                          (["--rounds", "x"], "argument --rounds: expected an integer")):
+        with pytest.raises(SystemExit) as exit_:
+            main(["flower", *args, "--workdir", str(workdir)])
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err
+        errors = [line for line in err.splitlines() if "error:" in line]
+        assert len(errors) == 1 and "Traceback" not in err
+        assert errors[0].startswith(f"python -m topofl_lib flower: error: {message}")
+    assert not workdir.exists()
+
+
+def test_cli_insecure_warns(monkeypatch, capsys):
+    import topofl_lib.flower.demo as demo
+    from topofl_lib.flower import cli
+
+    calls = []
+    monkeypatch.setattr(demo, "flower_demo", lambda *a, **k: calls.append((a, k)))
+    parser = argparse.ArgumentParser()
+    cli.add_parser(parser.add_subparsers(dest="command"))
+    assert cli.run(parser.parse_args(["flower", "--insecure", "--rounds", "2"])) == 0
+    assert cli.INSECURE_WARNING in capsys.readouterr().err
+    assert calls == [(("pTopoFL", 2, 0, "build/flower"), {"secure": False})]
+    cli.run(parser.parse_args(["flower"]))
+    assert calls[-1][1] == {"secure": True} and capsys.readouterr().err == ""
+
+
+@needs_flower
+def test_client_app_imports_only_what_it_needs():
+    code = ("import sys, topofl_lib.flower.client_app as c; print(sorted(m for m in sys.modules"
+            " if m.split('.')[0] in ('torch', 'plotly', 'persim', 'gudhi', 'tqdm') or m in ("
+            "'topofl_lib.federated.base', 'topofl_lib.federated.aggregation', "
+            "'topofl_lib.topology.estimator', 'topofl_lib.topology.distances', "
+            "'topofl_lib.data')))")
+    root = str(Path(tf.__file__).resolve().parents[1])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": root})
+    assert out.stdout.strip() == "[]"
+
+
+# -- real federations ---------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def healthcare_files(tmp_path_factory):
     from topofl_lib.flower import write_partitions
@@ -99,58 +346,157 @@ def healthcare_files(tmp_path_factory):
     return sc, write_partitions(sc, tmp_path_factory.mktemp("clients"))
 
 
+@pytest.fixture(scope="module")
+def secure_federation(healthcare_files, tmp_path_factory):
+    """Eight registered SuperNodes behind a TLS SuperLink (the default)."""
+    from topofl_lib.flower import LocalFederation
+
+    with LocalFederation(healthcare_files[1], tmp_path_factory.mktemp("fed8")) as fed:
+        yield fed
+
+
 @needs_flower
 @pytest.mark.parametrize("method", ["pTopoFL", "FedProx"])
-def test_flower_run_matches_in_process_engine(healthcare_files, tmp_path, method):
+def test_flower_run_matches_in_process_engine(healthcare_files, secure_federation, method):
     """Same seed, same data: the final per-client AUCs agree to 1e-9."""
-    from topofl_lib.flower import LocalFederation, in_process_reference
+    from topofl_lib.flower import in_process_reference
 
-    sc, paths = healthcare_files
+    sc, _ = healthcare_files
     rounds = 3 if method == "pTopoFL" else 2  # FedProx: the same app, a shorter check
     cfg = {"num-rounds": rounds, "seed": 11, "eval-every": rounds, "round-timeout": 120.0}
     ref = in_process_reference(sc, method, **cfg)
-    with LocalFederation(paths, tmp_path) as fed:
-        res = fed.run(method, timeout=600, method=method, **cfg)
+    res = secure_federation.run(method, timeout=600, method=method, **cfg)
     scores = res["rounds"][-1]["scores"]
     assert sorted(int(k) for k in scores) == list(range(8))
     flower_auc = np.array([scores[str(k)][0] for k in range(8)])
     np.testing.assert_allclose(flower_auc, ref.history_["client_auc"][-1], rtol=0, atol=1e-9)
+    assert res["rejected"] == [] and all(r["missing"] == [] for r in res["rounds"])
     if method == "pTopoFL":
         assert res["labels"] == ref.labels_.tolist()
         np.testing.assert_allclose(res["drift"], ref.drift_, atol=1e-12)  # Eq. 9, tracked
-        assert res["descriptor_bytes"] == 48 * 8           # float64, sent once
+        assert res["descriptor_bytes"] == len(DESCRIPTOR_NAMES) * 8  # float64, sent once
         assert res["model_bytes"] == (20 + 4 + 1) * 8      # 20 features + 4 augmented + bias
     else:
         assert res["descriptor_bytes"] == 0 and res["model_bytes"] == (20 + 1) * 8
 
 
 @needs_flower
-def test_killed_supernode_round_completes_and_node_rejoins(healthcare_files, tmp_path):
+def test_only_registered_supernodes_trusting_the_ca_get_in(secure_federation, tmp_path):
+    """A SuperNode with its own unregistered key is refused; one that does not trust the
+    federation's CA cannot connect; neither ever receives a model. The registered ones
+    train."""
+    from topofl_lib.flower.security import make_node_key, make_tls
+
+    fed = secure_federation
+    intruder_key = make_node_key(tmp_path, "intruder")[0]
+    foreign_ca = make_tls(tmp_path / "other-ca").ca
+    registered_key, registered_pub = make_node_key(tmp_path, "registered")
+    fed.register([registered_pub])
+    intruder_args = fed.node_args(0, private_key=intruder_key)
+    foreign_args = fed.node_args(1, private_key=registered_key)
+    foreign_args[foreign_args.index("--root-certificates") + 1] = str(foreign_ca)
+    procs = []
+    try:
+        procs = [fed.spawn_node(0, intruder_args, "intruder.log"),
+                 fed.spawn_node(1, foreign_args, "foreign_ca.log")]
+        for proc in procs:
+            assert proc.wait(timeout=120) != 0           # both give up and exit
+        res = fed.run("after-intruders", timeout=600, **{"num-rounds": 1, "eval-every": 1})
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    intruder = (fed.workdir / "intruder.log").read_text(errors="ignore")
+    foreign = (fed.workdir / "foreign_ca.log").read_text(errors="ignore")
+    assert "Failed to initialize the connection to the SuperLink" in intruder
+    assert "[code: 2004] Failed to activate SuperNode" in intruder   # refused by the SuperLink
+    superlink = (fed.workdir / "superlink.log").read_text(errors="ignore")
+    assert "No SuperNode found with the given public key" in superlink
+    assert "CERTIFICATE_VERIFY_FAILED" in foreign or "certificate verify failed" in foreign
+    for log in (intruder, foreign):
+        assert "SuperNode ID" not in log and "Receiving:" not in log
+    assert res["n_clients"] == 8 and res["rounds"][0]["replied"] == list(range(8))
+    # a TLS client that trusts only the system CAs cannot connect either
+    with pytest.raises(ssl.SSLCertVerificationError):
+        ssl.create_default_context().wrap_socket(
+            socket.create_connection(("127.0.0.1", fed.port), timeout=10),
+            server_hostname="127.0.0.1").close()
+    with ssl.create_default_context(cafile=str(fed.tls.ca)).wrap_socket(
+            socket.create_connection(("127.0.0.1", fed.port), timeout=10),
+            server_hostname="127.0.0.1") as sock:
+        assert sock.version() in ("TLSv1.2", "TLSv1.3")
+
+
+@needs_flower
+def test_insecure_federation_still_runs(healthcare_files, tmp_path):
     from topofl_lib.flower import LocalFederation
 
     _, paths = healthcare_files
-    with LocalFederation(paths, tmp_path) as fed:
-        proc, path = fed.submit("fault", **{"num-rounds": 4, "round-timeout": 40.0,
-                                            "eval-every": 4})
-        log = tmp_path / "fault.log"
+    with LocalFederation(paths[:2], tmp_path, secure=False) as fed:
+        res = fed.run("insecure", method="FedAvg", **{"num-rounds": 1})
+    assert res["n_clients"] == 2 and sorted(res["rounds"][0]["scores"]) == ["0", "1"]
+    assert "--insecure" in (tmp_path / "superlink.log").read_text(errors="ignore")
 
-        def wait_for(text, timeout=300.0):
+
+@needs_flower
+def test_faults_with_32_supernodes(tmp_path):
+    """Two SuperNodes killed in different rounds, one restarted; three send malformed
+    replies. Every round completes with the valid replies, the malformed ones are
+    rejected and logged with the node's id, and the restarted node is back."""
+    from topofl_lib.flower import LocalFederation, write_partitions
+
+    sc = tf.make_healthcare(n_clients=32, n_adversarial=8, random_state=0)
+    paths = write_partitions(sc, tmp_path / "clients")
+    faults = {3: {"fault": "nan", "fault-round": 2}, 7: {"fault": "length", "fault-round": 3},
+              11: {"fault": "descriptor", "fault-round": 4}}
+    rounds, killed_a, killed_b = 7, 5, 20
+    with LocalFederation(paths, tmp_path, node_config=faults) as fed:
+        node_ids = {k: fed.wait_node(k, 1) for k in range(32)}
+        proc, path = fed.submit("faults", **{"num-rounds": rounds, "round-timeout": 15.0,
+                                             "eval-every": rounds})
+
+        def after_round(r, timeout=600.0):
             deadline = time.monotonic() + timeout
-            while text not in log.read_text(errors="ignore"):
+            while True:
+                done = json.loads(path.read_text())["rounds"] if path.exists() else []
+                if len(done) >= r:
+                    return time.time()
                 if time.monotonic() > deadline or proc.poll() is not None:
-                    raise TimeoutError(f"{text!r} not in the run log")
-                time.sleep(0.3)
+                    raise TimeoutError(f"round {r} did not finish; see {tmp_path}/faults.log")
+                time.sleep(0.05)
 
-        wait_for("[ROUND 2/4]")
-        time.sleep(1.0)
-        fed.kill_node(5)       # dies in the middle of round 2
-        wait_for("[ROUND 3/4]")
-        fed.start_node(5)      # comes back
-        assert proc.wait(timeout=600) == 0
+        after_round(1)
+        fed.kill_node(killed_a)
+        t_kill_a = time.time()
+        after_round(3)
+        fed.start_node(killed_a)  # rejoins once the SuperLink takes it for offline
+        t_back_a = time.time()
+        fed.kill_node(killed_b)
+        t_kill_b = time.time()
+        assert proc.wait(timeout=900) == 0
     res = json.loads(path.read_text())
-    rounds = {r["round"]: r for r in res["rounds"]}
-    assert len(rounds) == 4
-    assert 5 in rounds[2]["missing"] and rounds[2]["replied"] == [0, 1, 2, 3, 4, 6, 7]
-    assert rounds[4]["missing"] == []                      # it rejoined
-    assert sorted(rounds[4]["scores"]) == [str(k) for k in range(8)]
-    assert "no valid reply from clients [5]" in log.read_text(errors="ignore")
+    assert res["finished"] and len(res["rounds"]) == rounds
+    by_round = {r["round"]: r for r in res["rounds"]}
+    for r in res["rounds"]:
+        replied, missing = set(r["replied"]), set(r["missing"])
+        assert replied | missing == set(range(32)) and not replied & missing
+        if r["started"] > t_kill_a and r["started"] < t_back_a:
+            assert killed_a in missing
+        if r["started"] > t_kill_b:
+            assert killed_b in missing
+        if r["started"] + r["seconds"] < t_kill_a:
+            assert killed_a in replied
+        assert missing <= {killed_a, killed_b, *(k for k, f in faults.items()
+                                                 if f["fault-round"] == r["round"])}
+    for k, f in faults.items():
+        assert k in by_round[f["fault-round"]]["missing"]
+    last = by_round[rounds]
+    assert killed_a in last["replied"]                          # it is back
+    assert sorted(int(k) for k in last["scores"]) == sorted(set(range(32)) - {killed_b})
+    assert all(np.isfinite(v[0]) for v in last["scores"].values())
+    rejected = {(r["round"], r["node"], r["client"]) for r in res["rejected"]}
+    assert rejected == {(f["fault-round"], node_ids[k], k) for k, f in faults.items()}
+    log = (tmp_path / "faults.log").read_text(errors="ignore")
+    for k in faults:
+        assert f"rejected the reply of node {node_ids[k]} (client {k})" in log

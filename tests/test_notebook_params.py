@@ -2,6 +2,7 @@
 
 import ast
 import os
+import re
 from pathlib import Path
 
 import nbformat
@@ -195,3 +196,11 @@ def test_execution_parameters_never_make_a_run_custom():
         notebook_parameters("fedtopo", profile="quick", n_workers=0)
     with pytest.raises(TypeError, match="has no parameter"):
         notebook_parameters("robustness", profile="quick", n_workers=2)
+
+
+@pytest.mark.parametrize("name", list(NOTEBOOKS))
+def test_parameters_cell_comment_names_every_profile(name):
+    """The parameters cell's comment tells a reader every profile it can take."""
+    source = _code_cells(name)[0].source
+    comments = " ".join(line for line in source.splitlines() if line.lstrip().startswith("#"))
+    assert [p for p in PROFILES if not re.search(rf"\b{p}\b", comments)] == []

@@ -26,7 +26,7 @@ def two_blobs(n_per_blob, seed=0):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_noisy_circle_has_one_long_h1_bar(seed):
     """Exact persistence of a noisy circle has one H1 bar > 0.5 and only short others."""
-    _, h1 = persistence_diagrams(noisy_circle(seed=seed), method="ripser")
+    _, h1 = persistence_diagrams(noisy_circle(seed=seed), persistence="ripser")
     pers = np.sort(h1[:, 1] - h1[:, 0])[::-1]
     assert (pers > 0.5).sum() == 1
     assert np.all(pers[1:] < 0.2)
@@ -49,8 +49,8 @@ def test_two_blobs_betti0_is_two_at_mid_scale():
 def test_triangle_h0_matches_ripser():
     """The triangle method's H0 (Kruskal) equals ripser's exact H0."""
     X = np.random.default_rng(3).normal(size=(70, 4))
-    r0, _ = persistence_diagrams(X, method="ripser")
-    t0, _ = persistence_diagrams(X, method="triangle")
+    r0, _ = persistence_diagrams(X, persistence="ripser")
+    t0, _ = persistence_diagrams(X, persistence="triangle")
     assert r0.shape == t0.shape
     np.testing.assert_allclose(np.sort(t0[:, 1]), np.sort(r0[:, 1]), rtol=1e-5, atol=1e-6)
     assert np.all(t0[:, 0] == 0.0)
@@ -60,8 +60,8 @@ def test_triangle_h0_matches_ripser():
 def test_triangle_h1_has_at_least_as_many_pairs(dim):
     """The triangle approximation reports at least as many H1 pairs as ripser."""
     X = np.random.default_rng(dim).normal(size=(60, dim))
-    _, r1 = persistence_diagrams(X, method="ripser")
-    _, t1 = persistence_diagrams(X, method="triangle")
+    _, r1 = persistence_diagrams(X, persistence="ripser")
+    _, t1 = persistence_diagrams(X, persistence="triangle")
     assert len(r1) > 0
     assert len(t1) >= len(r1)
     assert np.all(t1[:, 1] > t1[:, 0])
@@ -76,14 +76,14 @@ def test_triangle_circle_loop_is_shorter_than_ripser():
     persistence it survives until the circle's triangles span its diameter.
     """
     X = noisy_circle(seed=0)
-    _, r1 = persistence_diagrams(X, method="ripser")
-    _, t1 = persistence_diagrams(X, method="triangle")
+    _, r1 = persistence_diagrams(X, persistence="ripser")
+    _, t1 = persistence_diagrams(X, persistence="triangle")
     ripser_loop = (r1[:, 1] - r1[:, 0]).max()
     triangle_loop = (t1[:, 1] - t1[:, 0]).max() if len(t1) else 0.0
     assert triangle_loop < ripser_loop
 
 
-def test_unknown_method_raises():
+def test_unknown_persistence_raises():
     """An unknown persistence back-end is rejected, naming the parameter."""
-    with pytest.raises(ValueError, match="method"):
-        persistence_diagrams(np.zeros((5, 2)) + np.arange(5)[:, None], method="alpha")
+    with pytest.raises(ValueError, match="unknown persistence 'alpha'"):
+        persistence_diagrams(np.zeros((5, 2)) + np.arange(5)[:, None], persistence="alpha")

@@ -6,21 +6,30 @@ notebook reads ``value.txt`` and writes two figures, the shared ``plotly.min.js`
 claim row; flag files make it hang (after writing its figures) or fail.
 """
 
+import importlib.metadata
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import nbformat
 import pandas as pd
 import pytest
 
+import topofl_lib.publish as publish_module
 from topofl_lib.notebook_params import Int, Notebook
-from topofl_lib.publish import write_summary
-from topofl_lib.reproduce import ProfileRefused, ReproduceError, main, reproduce
+from topofl_lib.publish import PLOTLY_MIME, fit_notebook, write_summary
+from topofl_lib.reproduce import (
+    ProfileRefused,
+    ReproduceError,
+    figure_renderer,
+    main,
+    reproduce,
+)
 from topofl_lib.results import claim_rows, comparison_document, write_claims
 
 REPO = Path(__file__).resolve().parents[1]
@@ -65,6 +74,19 @@ exec(REGISTRY_CODE, namespace)
 REGISTRY = namespace["REGISTRY"]
 
 
+def write_notebook(path: Path, name: str, claim: str, extra_cells=()) -> None:
+    """A tiny notebook ``name`` (the CODE cell, then ``extra_cells``) at ``path``."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    params = nbformat.v4.new_code_cell('profile = "quick"\noutput_dir = None')
+    params.metadata["tags"] = ["parameters"]
+    code = f"NAME, CLAIM = {name!r}, {claim!r}\n" + CODE
+    nb.cells = [params, nbformat.v4.new_code_cell(code),
+                *map(nbformat.v4.new_code_cell, extra_cells)]
+    nbformat.write(nb, path)
+
+
 @pytest.fixture
 def repo(tmp_path, monkeypatch):
     """A tmp 'repository' with the tiny notebooks; kernels import this checkout's code."""
@@ -74,14 +96,7 @@ def repo(tmp_path, monkeypatch):
     nbs = tmp_path / "notebooks"
     nbs.mkdir()
     for name, cid in CLAIMS.items():
-        nb = nbformat.v4.new_notebook()
-        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                     "language": "python"}
-        params = nbformat.v4.new_code_cell('profile = "quick"\noutput_dir = None')
-        params.metadata["tags"] = ["parameters"]
-        code = f"NAME, CLAIM = {name!r}, {cid!r}\n" + CODE
-        nb.cells = [params, nbformat.v4.new_code_cell(code)]
-        nbformat.write(nb, nbs / f"{name}.ipynb")
+        write_notebook(nbs / f"{name}.ipynb", name, cid)
     (nbs / "value.txt").write_text("1")
     (tmp_path / "figures").mkdir()
     (tmp_path / "figures" / "explorer_client_panel.png").write_bytes(b"not a notebook's")
@@ -124,11 +139,25 @@ def test_publish_then_quick_never_touches_published(repo):
     assert claims.count(",cpu,") == 2
     assert "- `cpu`: 2 rows (tiny_a, tiny_b)" in (repo / "results" / "comparison.md").read_text()
     assert (repo / "figures" / "tiny_a.png").read_text() == "tiny_a 1.0 cpu"
-    assert (repo / "build" / "notebooks" / "tiny_b.ipynb").exists()
+    assert (repo / "results" / "notebooks" / "tiny_b.ipynb").exists()
     manifest = json.loads((repo / "results" / "manifest.json").read_text())
     assert manifest["tiny_a"] == {"profile": "cpu", "files": [
-        "figures/tiny_a.html", "figures/tiny_a.png", "results/claims/tiny_a.csv"]}
+        "figures/tiny_a.html", "figures/tiny_a.png", "results/claims/tiny_a.csv",
+        "results/notebooks/tiny_a.ipynb"]}
     assert not list((repo / "build" / "reproduce" / "staging").iterdir())
+    environment = json.loads((repo / "results" / "environment.json").read_text())
+    assert sorted(environment["notebooks"]) == ["tiny_a", "tiny_b"]
+    runs = environment["notebooks"].values()
+    assert {r["profile"] for r in runs} == {"cpu"}
+    assert all(datetime.fromisoformat(r["finished"]).tzinfo is not None for r in runs)
+    assert {r["git"]["commit"] for r in runs} == {None}  # the tmp folder is no checkout
+    ids = {r["environment"] for r in runs}
+    assert len(ids) == 1 and set(environment["environments"]) == ids  # stored once
+    machine = next(iter(environment["environments"].values()))
+    assert machine["packages"]["numpy"] == importlib.metadata.version("numpy")
+    assert machine["python"]["version"] == ".".join(map(str, sys.version_info[:3]))
+    assert "[`environment.json`](environment.json)" in (
+        repo / "results" / "comparison.md").read_text()
 
     (repo / "notebooks" / "value.txt").write_text("5")
     quick = run(repo, "quick")
@@ -138,6 +167,8 @@ def test_publish_then_quick_never_touches_published(repo):
     assert quick.read_text().count(",quick,") == 2
     assert (root / "figures" / "tiny_b.html").read_text() == "tiny_b 5.0 quick"
     assert (root / "notebooks" / "tiny_a.ipynb").exists()
+    assert set(json.loads((root / "results" / "environment.json").read_text())["notebooks"]) == {
+        "tiny_a", "tiny_b"}
 
 
 def test_cli_quick_says_where_it_wrote(repo, monkeypatch, capsys):
@@ -160,7 +191,7 @@ def test_lower_profile_refused_without_force(repo, capsys, monkeypatch):
     for word in ("tiny_a", "tiny_b", "'paper'", "cpu", "--force"):
         assert word in msg
     assert published(repo) == before
-    assert not (repo / "build" / "notebooks").exists()  # refused before running
+    assert not (repo / "results" / "notebooks").exists()  # refused before running
     monkeypatch.setattr("topofl_lib.reproduce.NOTEBOOKS", REGISTRY)
     args = ["reproduce", "--profile", "cpu", "--notebooks-dir", str(repo / "notebooks"),
             "--output-dir", str(repo)]
@@ -270,7 +301,8 @@ def test_sigkill_mid_run_leaves_old_or_finished_files(repo):
     summary = {"results/claims.csv", "results/comparison.md", "results/manifest.json"}
     for key in set(before) - new_a - summary:
         assert after[key] == before[key], key
-    assert set(after) == set(before) | {"results/manifest.json"}
+    assert set(after) == set(before) | {"results/manifest.json", "results/environment.json",
+                                        "results/notebooks/tiny_a.ipynb"}
     assert_consistent_summary(repo)
     means = pd.read_csv(repo / "results" / "claims.csv").set_index("id")["measured_mean"]
     assert means[CLAIMS["tiny_a"]] == pytest.approx(2.005)
@@ -298,3 +330,73 @@ def test_sigkill_while_moving_is_completed_by_the_next_run(repo):
         assert b"2" in after[key], key
     assert "tiny_b" in json.loads(after["results/manifest.json"])
     assert_consistent_summary(repo)
+
+
+FIGURE_CELL = """\
+import plotly.graph_objects as go
+
+go.Figure(go.Scatter(x=[0, 1, 2], y=[1, 0, 2]))
+"""
+
+
+def test_published_notebook_shows_its_figures(repo):
+    """The executed notebook is published with its outputs, a figure with a static PNG."""
+    if figure_renderer() != "plotly_mimetype+png":
+        pytest.skip("kaleido cannot export PNG here (Chromium missing)")
+    write_notebook(repo / "notebooks" / "tiny_fig.ipynb", "tiny_fig",
+                   "ptopofl.t1.hc.auc.scaffold", [FIGURE_CELL])
+    registry = {"tiny_fig": namespace["tiny"]("tiny_fig")}
+    renderer = os.environ.get("PLOTLY_RENDERER")
+    run(repo, "cpu", notebooks=registry)
+    assert os.environ.get("PLOTLY_RENDERER") == renderer  # set for the kernels only
+    path = repo / "results" / "notebooks" / "tiny_fig.ipynb"
+    outputs = [o for c in nbformat.read(path, as_version=4).cells for o in c.get("outputs", [])]
+    figure = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(figure) == 1 and PLOTLY_MIME in figure[0]["data"]
+    assert path.stat().st_size <= publish_module.NOTEBOOK_LIMIT
+
+
+def _notebook_with(tmp_path, outputs) -> Path:
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("x")
+    cell.outputs = outputs
+    nb.cells = [nbformat.v4.new_markdown_cell("text"), cell]
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def test_fit_notebook_keeps_small_drops_interactive_data_then_refuses(tmp_path):
+    """Within the bound: untouched. Over it: plotly data with a PNG goes, then an error."""
+    png = "iVBORw0KGgo" * 100
+    figure = nbformat.v4.new_output("display_data", data={
+        PLOTLY_MIME: {"data": [{"y": list(range(5000))}]}, "image/png": png})
+    table = nbformat.v4.new_output("execute_result", data={"text/plain": "a table"})
+    path = _notebook_with(tmp_path, [figure, table])
+    before = path.read_bytes()
+    assert fit_notebook(path, limit=len(before)) == len(before)
+    assert path.read_bytes() == before
+
+    size = fit_notebook(path, limit=len(before) - 1)
+    assert size == path.stat().st_size < 5000
+    kept = nbformat.read(path, as_version=4).cells[1].outputs
+    assert kept[0]["data"] == {"image/png": png} and kept[1]["data"] == {"text/plain": "a table"}
+
+    big = nbformat.v4.new_output("stream", name="stdout", text="y" * 30_000)
+    path = _notebook_with(tmp_path, [big])
+    before = path.read_bytes()
+    with pytest.raises(RuntimeError, match=r"nb.ipynb takes 0.03 MB, over the 0.01 MB bound"
+                                           r".*cell 1 stream"):
+        fit_notebook(path, limit=10_000)
+    assert path.read_bytes() == before
+
+
+def test_oversized_notebook_publishes_nothing(repo, monkeypatch):
+    """An executed notebook over the bound stops reproduce; its files stay as they were."""
+    before = fake_published(repo)
+    (repo / "notebooks" / "value.txt").write_text("2")
+    monkeypatch.setattr(publish_module, "NOTEBOOK_LIMIT", 1000)
+    with pytest.raises(ReproduceError, match="'tiny_a': the executed notebook tiny_a.ipynb "
+                                             "takes .* over the 0.001 MB bound"):
+        run(repo, "cpu", only=["tiny_a"])
+    assert published(repo) == before

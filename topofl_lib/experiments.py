@@ -21,8 +21,11 @@ from scipy import stats
 from tqdm.auto import tqdm
 
 from ._validation import check_choice, check_int, check_real
+from .core.registry import method_names
+from .core.seeds import check_seeds
 from .data.scenarios import PROTOCOLS, make_scenario
-from .federated import METHOD_NAMES, METHODS, convergence_round, make_method
+from .federated.methods import METHODS, make_method
+from .federated.metrics import convergence_round
 from .run_cache import RunCache, environment, fingerprint
 
 __all__ = [
@@ -151,22 +154,14 @@ class ComparisonResult:
         return paired_differences(self.final, reference, metric)
 
 
-def _check_seeds(seeds) -> list[int]:
-    if isinstance(seeds, (int, np.integer)):
-        raise TypeError(f"seeds must be an iterable of ints such as range(10), got {seeds!r}")
-    seeds = list(seeds)
-    if not seeds:
-        raise ValueError("seeds is empty; give at least one seed")
-    return [check_int(s, "seed", low=0) for s in seeds]
-
-
 def _check_methods(methods) -> list[str]:
     methods = list(METHODS) if methods is None else list(methods)
     if not methods:
         raise ValueError("methods is empty")
+    known = method_names()
     for m in methods:
-        if m not in METHOD_NAMES:
-            raise ValueError(f"unknown method {m!r}; expected one of {list(METHOD_NAMES)}")
+        if m not in known:
+            raise ValueError(f"unknown method {m!r}; expected one of {known}")
     return methods
 
 
@@ -237,7 +232,7 @@ def run_comparison(
     without their private attributes (training data, network, random generators):
     the parameters and every fitted ``*_`` attribute.
     """
-    seeds = _check_seeds(seeds)
+    seeds = check_seeds(seeds)
     methods = _check_methods(methods)
     check_int(n_rounds, "n_rounds", low=1)
     check_int(n_workers, "n_workers", low=1)
@@ -263,7 +258,7 @@ def run_comparison(
             todo += [(seed, i, None) for i in range(len(runs))]
             continue
         built = (seed, _build_scenario(scenario, scenario_params, seed))
-        scen_key = fingerprint(_scenario_label(scenario, built[1]), built[1])
+        scen_key = fingerprint(built[1].name, built[1])
         for i, (_, method, extra) in enumerate(runs):
             key = fingerprint(env, scen_key, method, extra, n_rounds, seed)
             record = cache.load(key) if key in cache else None
@@ -291,7 +286,7 @@ def run_comparison(
                 if built is None or built[0] != seed:
                     built = (seed, _build_scenario(scenario, scenario_params, seed))
                 _, method, extra = runs[i]
-                finish(seed, i, key, _run_one(_scenario_label(scenario, built[1]), built[1],
+                finish(seed, i, key, _run_one(built[1].name, built[1],
                                               method, extra, n_rounds, seed, keep_models, slim))
         elif todo:
             _run_parallel(todo, runs, scenario, scenario_params, n_rounds, keep_models,
@@ -318,12 +313,6 @@ def _build_scenario(scenario, scenario_params: dict, seed: int):
     if callable(scenario):
         return scenario(seed)
     return make_scenario(scenario, random_state=seed, **scenario_params)
-
-
-def _scenario_label(scenario, data) -> str:
-    """The ``scenario`` column: the generator's name, or the realisation's for a callable
-    or an image scenario (e.g. ``"fashion_mnist-L0.1"``)."""
-    return data.name if callable(scenario) or scenario == "image" else scenario
 
 
 def _slim(est):
@@ -379,7 +368,7 @@ def _worker_run(seed: int, method: str, extra: dict, n_rounds: int, keep_model: 
     if built is None or built[0] != seed:
         built = (seed, _build_scenario(_WORKER["scenario"], _WORKER["scenario_params"], seed))
         _WORKER["built"] = built
-    label = _scenario_label(_WORKER["scenario"], built[1])
+    label = built[1].name
     return _run_one(label, built[1], method, extra, n_rounds, seed, keep_model, True)
 
 
@@ -473,9 +462,8 @@ def clustering_diagnostics(result: ComparisonResult) -> pd.DataFrame:
     for (name, seed), est in sorted(result.models.items(), key=lambda kv: kv[0][1]):
         if name != "pTopoFL":
             continue
-        scen = est._scenario
-        groups = np.array([c.group for c in scen.clients])
-        adv = ~scen.honest
+        groups = np.array([c.group for c in est.scenario_.clients])
+        adv = ~est.honest_
         flagged = est.z_scores_ > est.tau
         rows.append({
             "seed": seed,
@@ -656,7 +644,7 @@ def robustness_sweep(
     """
     from .theory import adversarial_separation, theorem5_bound
 
-    seeds = _check_seeds(seeds)
+    seeds = check_seeds(seeds)
     check_choice(protocol, "protocol", PROTOCOLS)
     if protocol == "paper":
         table = TABLE1_VARIANTS["paper"]
@@ -684,7 +672,7 @@ def robustness_sweep(
         for (name, seed), est in res.models.items():
             if name != "pTopoFL":
                 continue
-            adv = ~est._scenario.honest
+            adv = ~est.honest_
             sep = adversarial_separation(est.distances_, adv)
             eps = adv.mean()
             rows.append({
@@ -722,10 +710,10 @@ def continual_experiment(
       which re-clustering fired, and the final AUC with and without re-clustering.
     """
     from .data.scenarios import make_continual
-    from .federated import PTopoFL
+    from .federated.ptopofl import PTopoFL
     from .topology.descriptor import DESCRIPTOR_NAMES
 
-    seeds = _check_seeds(seeds)
+    seeds = check_seeds(seeds)
     check_real(drift_threshold, "drift_threshold", low=0.0, low_open=True)
     scenario_params = dict(scenario_params or {})
     h0 = DESCRIPTOR_NAMES.index("entropy_h0")

@@ -13,11 +13,21 @@ GPU) and ``auto`` (``paper`` with a CUDA GPU, else ``cpu``).
 Where it writes:
 
 * ``quick`` never publishes: figures, results (claim files, ``claims.csv``,
-  ``comparison.md``) and executed notebooks go to ``build/reproduce/quick/``.
+  ``comparison.md``, ``environment.json``) and executed notebooks go to
+  ``build/reproduce/quick/``.
 * ``cpu`` and ``paper`` publish into the repository's ``figures/`` and ``results/``
-  (executed notebooks in ``build/notebooks/``), one notebook at a time. A notebook whose
+  (executed notebooks in ``results/notebooks/``), one notebook at a time. A notebook whose
   published claim rows were measured under a higher-ranked profile with other
   parameters is refused (before anything runs) unless ``--force``.
+
+Each executed notebook keeps its outputs, so a reader sees its tables and figures on the
+web: the kernels run with plotly's renderer ``plotly_mimetype+png`` (each figure also as a
+static PNG; where kaleido cannot export, e.g. without Chromium, interactive only, with a
+warning), and a published notebook stays within
+:data:`topofl_lib.publish.NOTEBOOK_LIMIT` (2 MB). ``results/environment.json`` records
+the environment each notebook ran in (:mod:`topofl_lib.environment`: Python, package
+versions, CPU, torch threads, OS, git commit and whether the code differed from it, the
+date); ``comparison.md`` links it.
 
 Each notebook runs with ``output_dir`` set to a fresh staging folder under
 ``build/reproduce/staging/``; only when it has succeeded are its files moved into place
@@ -32,10 +42,12 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import functools
 import os
 import shutil
 import sys
 import time
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,6 +55,8 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from ._validation import check_int
+from .environment import git_state, machine_record, run_record
+from .flower import cli as flower_cli
 from .notebook_params import NOTEBOOKS, PROFILES, Notebook
 from .publish import Target, finish_pending, publish, published_profiles
 
@@ -83,6 +97,41 @@ def _refusal(name: str, notebook: Notebook, results_dir: Path, profile: str) -> 
                 f"would replace them. Run it with --profile {old}, leave it out of --only, "
                 "or add --force to replace them.")
     return None
+
+
+@functools.cache
+def figure_renderer() -> str:
+    """plotly's renderer for the notebooks' kernels: interactive data plus a static PNG.
+
+    ``"plotly_mimetype+png"`` where kaleido can export a PNG (it needs Chromium), so
+    that the executed notebooks show their figures where plotly's JavaScript does not
+    run (a web view of the notebook); else ``"plotly_mimetype"``, with a warning.
+    """
+    import plotly.graph_objects as go
+
+    try:
+        go.Figure().to_image(format="png")
+    except Exception as exc:  # kaleido raises several types when Chromium is missing
+        warnings.warn(f"static PNG export failed ({type(exc).__name__}: {exc}); the executed "
+                      "notebooks will hold interactive figures only. Install Debian's "
+                      "'chromium' for static images.", stacklevel=2)
+        return "plotly_mimetype"
+    return "plotly_mimetype+png"
+
+
+@contextmanager
+def _environment_variables(values: Mapping[str, str]) -> Iterator[None]:
+    """Set ``values`` in ``os.environ`` (the kernels inherit it), then restore it."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 @contextmanager
@@ -175,6 +224,8 @@ def reproduce(profile: str = "quick", only: Sequence[str] | None = None,
         if os.stat(run_dir).st_dev != os.stat(target.base).st_dev:
             raise ReproduceError(f"{run_dir} is on another filesystem than {target.base}; "
                                  "files cannot be moved into place atomically")
+        machine, git = machine_record(), git_state(notebooks_dir)
+        kernel_env = {"PLOTLY_RENDERER": figure_renderer()}
         bar = tqdm(names, desc=f"notebooks ({profile})", unit="nb")
         for name in bar:
             bar.set_postfix_str(name)
@@ -185,10 +236,11 @@ def reproduce(profile: str = "quick", only: Sequence[str] | None = None,
             if workers is not None and "n_workers" in registry[name].execution:
                 params["n_workers"] = workers
             try:
-                pm.execute_notebook(str(notebooks_dir / f"{name}.ipynb"), str(executed),
-                                    parameters=params,
-                                    cwd=str(notebooks_dir), kernel_name=kernel,
-                                    progress_bar=False)
+                with _environment_variables(kernel_env):
+                    pm.execute_notebook(str(notebooks_dir / f"{name}.ipynb"), str(executed),
+                                        parameters=params,
+                                        cwd=str(notebooks_dir), kernel_name=kernel,
+                                        progress_bar=False)
             except Exception as exc:  # papermill's error carries the cell's exception
                 what = (f"{exc.ename}: {exc.evalue}" if isinstance(exc, pm.PapermillExecutionError)
                         else f"{type(exc).__name__}: {exc}")
@@ -196,7 +248,8 @@ def reproduce(profile: str = "quick", only: Sequence[str] | None = None,
                     f"notebook {name!r} failed ({what}); nothing of it was published. The "
                     f"executed copy with the error: {executed}") from exc
             try:
-                publish(stage, target, name, registry[name].claims, profile)
+                publish(stage, target, name, registry[name].claims, profile,
+                        environment=(run_record(profile, git, workers), machine))
             except RuntimeError as exc:
                 raise ReproduceError(str(exc)) from exc
             shutil.rmtree(stage)
@@ -221,18 +274,10 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--notebooks-dir", default="notebooks")
     rep.add_argument("--output-dir", default=".")
     rep.add_argument("--kernel", default=None, help="Jupyter kernel name (default: notebook's)")
-    flw = sub.add_parser("flower", help="run the healthcare scenario on a local Flower "
-                                        "federation (needs pip install -e .[flower])")
-    flw.add_argument("--method", default="pTopoFL", choices=["pTopoFL", "FedAvg", "FedProx"])
-    flw.add_argument("--rounds", type=int, default=15)
-    flw.add_argument("--seed", type=int, default=0)
-    flw.add_argument("--workdir", default="build/flower")
+    flower_cli.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "flower":
-        from .flower.demo import flower_demo
-
-        flower_demo(args.method, args.rounds, args.seed, args.workdir)
-        return 0
+        return flower_cli.run(args)
     try:
         path = reproduce(args.profile, args.only, args.notebooks_dir, args.output_dir,
                          args.kernel, args.force, workers=args.workers)

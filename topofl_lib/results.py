@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .environment import ENVIRONMENT_FILE
 from .outputs import atomic_path
 
 __all__ = [
@@ -244,7 +245,10 @@ def comparison_document(results_dir) -> tuple[pd.DataFrame, str]:
         "(`python -m topofl_lib reproduce --profile NAME`; see the README). Rows by "
         "profile, with the claim files (`results/claims/`) they come from:\n\n"
         + ("\n".join(lines) or "- none") + "\n\n"
-        "Ours: mean ± sample standard deviation over seeds (the "
+        + (f"The environment each notebook ran in (Python, package versions, CPU, torch "
+           f"threads, git commit): [`{ENVIRONMENT_FILE}`]({ENVIRONMENT_FILE}).\n\n"
+           if (Path(results_dir) / ENVIRONMENT_FILE).exists() else "")
+        + "Ours: mean ± sample standard deviation over seeds (the "
         "spread of single runs, not the error of the mean). The papers report single "
         "runs, so 'paper within ±2 sd' asks whether the paper's number is a plausible "
         "single run of our setting; it is a coarse check, not a test. Paired tests "

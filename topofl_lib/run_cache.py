@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib.metadata
 import os
 import pickle
 import sys
@@ -32,6 +31,8 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from .environment import package_versions
 
 __all__ = ["ENV_CACHE", "RUN_CACHE_VERSION", "RunCache", "default_cache_dir", "fingerprint"]
 
@@ -64,13 +65,7 @@ def default_cache_dir(notebook: str, profile: str) -> Path:
 
 def environment() -> dict:
     """Python and :data:`KEYED_PACKAGES` versions (part of every key)."""
-    versions = {}
-    for pkg in KEYED_PACKAGES:
-        try:
-            versions[pkg] = importlib.metadata.version(pkg)
-        except importlib.metadata.PackageNotFoundError:
-            versions[pkg] = None
-    return {"python": sys.version_info[:2], "packages": versions,
+    return {"python": sys.version_info[:2], "packages": package_versions(KEYED_PACKAGES),
             "run_cache_version": RUN_CACHE_VERSION}
 
 

@@ -1,14 +1,9 @@
-"""Federated clustering under local differential privacy: GFC and its building blocks."""
+"""Federated clustering under local differential privacy: GFC and its building blocks.
 
-from .baselines import MUFC, NNFC, KFed, privatised_clients
-from .gfc import (
-    GravitationalFederatedClustering,
-    gravitational_potential,
-    local_centroids,
-    paper_delta,
-)
-from .ldp import laplace_ldp
-from .merge_tree import MergeTree, superlevel_persistence
+Attributes load on first use.
+"""
+
+from .._lazy import attach
 
 __all__ = [
     "MUFC",
@@ -23,3 +18,11 @@ __all__ = [
     "paper_delta",
     "superlevel_persistence",
 ]
+
+__getattr__, __dir__ = attach(__name__, {
+    ".baselines": ["MUFC", "NNFC", "KFed", "privatised_clients"],
+    ".gfc": ["GravitationalFederatedClustering", "gravitational_potential", "local_centroids",
+             "paper_delta"],
+    ".ldp": ["laplace_ldp"],
+    ".merge_tree": ["MergeTree", "superlevel_persistence"],
+})

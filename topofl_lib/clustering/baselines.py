@@ -35,9 +35,11 @@ import numpy as np
 from scipy.spatial.distance import cdist
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans, SpectralClustering
+from sklearn.exceptions import NotFittedError
 from sklearn.neighbors import NearestNeighbors, kneighbors_graph
 
 from .._validation import check_int, check_points, check_random_state
+from ..core.seeds import draw_seed
 from .ldp import check_budget, check_clients, laplace_ldp
 
 __all__ = ["KFed", "MUFC", "NNFC", "privatised_clients"]
@@ -118,12 +120,12 @@ class _OneShot(ClusterMixin, BaseEstimator):
     def predict(self, X) -> np.ndarray:
         """Index of the nearest centre."""
         if not hasattr(self, "cluster_centers_"):
-            raise ValueError(f"this {type(self).__name__} is not fitted yet")
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet")
         return cdist(check_points(X), self.cluster_centers_).argmin(axis=1)
 
     @staticmethod
     def _seed(rng):
-        return int(rng.integers(2**31 - 1))
+        return draw_seed(rng)
 
 
 class KFed(_OneShot):

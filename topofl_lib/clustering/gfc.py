@@ -77,9 +77,11 @@ from scipy.spatial import cKDTree
 from scipy.spatial.distance import cdist, pdist
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
+from sklearn.exceptions import NotFittedError
 from sklearn.neighbors import radius_neighbors_graph
 
 from .._validation import check_choice, check_int, check_points, check_random_state, check_real
+from ..core.seeds import draw_seed
 from .ldp import check_budget, check_clients, laplace_ldp
 from .merge_tree import superlevel_persistence
 
@@ -115,7 +117,7 @@ def local_centroids(X, n_local: int, mass: str = "variance", sigma: float | None
     X = check_points(X, min_points=n_local)
     check_choice(mass, "mass", MASSES)
     rng = check_random_state(random_state)
-    km = KMeans(n_clusters=n_local, n_init=3, random_state=int(rng.integers(2**31 - 1)))
+    km = KMeans(n_clusters=n_local, n_init=3, random_state=draw_seed(rng))
     labels = km.fit_predict(X)
     C = km.cluster_centers_
     sq = ((X - C[labels]) ** 2).sum(axis=1)
@@ -305,7 +307,7 @@ class GravitationalFederatedClustering(ClusterMixin, BaseEstimator):
     def predict(self, X) -> np.ndarray:
         """Index of the nearest cluster centre for each record."""
         if not hasattr(self, "cluster_centers_"):
-            raise ValueError("this GravitationalFederatedClustering is not fitted yet")
+            raise NotFittedError("this GravitationalFederatedClustering is not fitted yet")
         X = check_points(X)
         if X.shape[1] != self.cluster_centers_.shape[1]:
             raise ValueError(f"X has {X.shape[1]} features, the model "

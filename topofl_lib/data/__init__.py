@@ -1,18 +1,11 @@
-"""Federated scenario generators and client containers."""
+"""Federated scenario generators (tabular), non-IID partitions and offline datasets.
 
-from .paper_protocol import PAPER_EVALUATION, paper_benchmark, paper_healthcare
-from .partitions import kmeans_noniid_partition
-from .preprocessing import client_scaler, standardise_clients
-from .scenarios import (
-    ATTACKS,
-    PROTOCOLS,
-    Client,
-    FederatedScenario,
-    make_benchmark,
-    make_continual,
-    make_healthcare,
-    make_scenario,
-)
+Importing :mod:`topofl_lib.data.scenarios` registers the tabular scenarios
+(:func:`topofl_lib.core.register_scenario`). ``Client`` and ``FederatedScenario`` live
+in :mod:`topofl_lib.core` and are re-exported here. Attributes load on first use.
+"""
+
+from .._lazy import attach
 
 __all__ = [
     "ATTACKS",
@@ -21,6 +14,7 @@ __all__ = [
     "Client",
     "FederatedScenario",
     "kmeans_noniid_partition",
+    "load_mnist5k",
     "make_benchmark",
     "make_continual",
     "make_healthcare",
@@ -30,3 +24,13 @@ __all__ = [
     "paper_healthcare",
     "standardise_clients",
 ]
+
+__getattr__, __dir__ = attach(__name__, {
+    "..core.containers": ["ATTACKS", "Client", "FederatedScenario"],
+    ".datasets": ["load_mnist5k"],
+    ".paper_protocol": ["PAPER_EVALUATION", "paper_benchmark", "paper_healthcare"],
+    ".partitions": ["kmeans_noniid_partition"],
+    ".preprocessing": ["client_scaler", "standardise_clients"],
+    ".scenarios": ["PROTOCOLS", "make_benchmark", "make_continual", "make_healthcare",
+                   "make_scenario"],
+})

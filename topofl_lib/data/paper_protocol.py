@@ -88,7 +88,8 @@ import numpy as np
 from sklearn.datasets import make_classification
 
 from .._validation import check_int, check_random_state, check_real
-from .scenarios import ATTACKS, Client, FederatedScenario
+from ..core.containers import ATTACKS, Client, FederatedScenario
+from ..core.seeds import draw_seed
 
 __all__ = ["PAPER_EVALUATION", "paper_benchmark", "paper_healthcare"]
 
@@ -101,10 +102,10 @@ _MAX_SPLITS = 100
 def _seeds(random_state) -> tuple[int, np.random.Generator]:
     """The population's seed and the generator of every later draw (module docstring)."""
     if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(2**31 - 1)), random_state
+        return draw_seed(random_state), random_state
     rng = check_random_state(random_state)
     if random_state is None:
-        return int(rng.integers(2**31 - 1)), rng
+        return draw_seed(rng), rng
     return int(random_state), rng
 
 

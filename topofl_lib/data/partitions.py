@@ -17,6 +17,7 @@ import numpy as np
 from sklearn.cluster import KMeans
 
 from .._validation import check_int, check_points, check_random_state
+from ..core.seeds import draw_seed
 
 __all__ = ["kmeans_noniid_partition"]
 
@@ -42,7 +43,7 @@ def kmeans_noniid_partition(X, y, n_clients: int = 10, random_state=None) -> lis
         raise ValueError(f"X has {n} records, fewer than n_clients={n_clients}")
     rng = check_random_state(random_state)
     k = max(int(np.unique(y).size), 1)
-    groups = KMeans(k, n_init=3, random_state=int(rng.integers(2**31 - 1))).fit_predict(X)
+    groups = KMeans(k, n_init=3, random_state=draw_seed(rng)).fit_predict(X)
     pools = [list(rng.permutation(np.flatnonzero(groups == g))) for g in range(k)]
     size = n // n_clients
     low = min(size, int(size / max(k / 2, 1)))

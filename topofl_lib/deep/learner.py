@@ -28,6 +28,7 @@ from sklearn.base import BaseEstimator
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from .._validation import check_choice, check_int, check_real
+from ..core.seeds import draw_seed
 from .models import MODELS, make_model
 
 __all__ = ["TorchLearner", "TorchModel", "resolve_device"]
@@ -92,7 +93,7 @@ class TorchModel(BaseEstimator):
         check_int(self.n_threads, "n_threads", low=1)
         shape = _image_shape(n_features, self.image_shape)
         torch.set_num_threads(self.n_threads)
-        seed = int(rng.integers(2**31 - 1))
+        seed = draw_seed(rng)
         torch.manual_seed(seed)
         net = make_model(self.architecture, in_channels=shape[0], n_classes=self.n_classes)
         return TorchLearner(net, shape, self.n_classes, self.momentum, self.eval_batch_size,

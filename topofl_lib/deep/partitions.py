@@ -33,11 +33,13 @@ import numpy as np
 
 from .._validation import check_choice, check_int, check_random_state, check_real
 
-__all__ = ["PARTITIONS", "label_distribution", "noise_levels", "partition_indices"]
+__all__ = ["DEFAULT_PARAMS", "PARTITIONS", "label_distribution", "noise_levels",
+           "partition_indices"]
 
 #: Partition kinds (FedTopo's letters, plus an IID control).
 PARTITIONS = ("iid", "N", "L", "K", "Q")
-_DEFAULT_PARAM = {"iid": None, "N": 0.5, "L": 0.1, "K": 5, "Q": 0.5}
+#: Each partition's parameter when none is given (FedTopo Table 1).
+DEFAULT_PARAMS = {"iid": None, "N": 0.5, "L": 0.1, "K": 5, "Q": 0.5}
 
 
 def _cut(indices: np.ndarray, proportions: np.ndarray) -> list[np.ndarray]:
@@ -120,7 +122,7 @@ def partition_indices(y, kind: str, n_clients: int = 5, param=None, min_size: in
         raise ValueError(f"{y.size} samples cannot give {n_clients} clients "
                          f"min_size={min_size} each")
     rng = check_random_state(random_state)
-    param = _DEFAULT_PARAM[kind] if param is None else param
+    param = DEFAULT_PARAMS[kind] if param is None else param
     if kind in ("iid", "N"):
         if kind == "N":
             check_real(param, "param", low=0.0)

@@ -21,9 +21,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_choice, check_random_state
-from ..data.scenarios import Client, FederatedScenario
+from ..core.containers import Client, FederatedScenario
+from ..core.registry import register_scenario
 from .datasets import ImageDataset, load_image_dataset
-from .partitions import _DEFAULT_PARAM, label_distribution, noise_levels, partition_indices
+from .partitions import DEFAULT_PARAMS, label_distribution, noise_levels, partition_indices
 
 __all__ = ["TEST_PROTOCOLS", "make_image_scenario"]
 
@@ -40,6 +41,7 @@ def _local_test(y_test: np.ndarray, proportions: np.ndarray, size: int, rng) -> 
     return np.sort(np.concatenate(picks)) if picks else np.arange(min(size, y_test.size))
 
 
+@register_scenario("image")
 def make_image_scenario(dataset="fashion_mnist", partition: str = "L", n_clients: int = 5,
                         param=None, n_train: int | None = None, n_test: int | None = None,
                         test: str = "global", min_size: int = 10,
@@ -89,5 +91,5 @@ def make_image_scenario(dataset="fashion_mnist", partition: str = "L", n_clients
     meta = {"dataset": data.name, "partition": partition, "param": param,
             "image_shape": data.image_shape, "n_classes": data.n_classes,
             "noise_levels": sigmas, "label_distribution": dist, "test": test}
-    label = "" if partition == "iid" else f"{_DEFAULT_PARAM[partition] if param is None else param}"
+    label = "" if partition == "iid" else f"{DEFAULT_PARAMS[partition] if param is None else param}"
     return FederatedScenario(f"{data.name}-{partition}{label}", clients, meta)

@@ -19,13 +19,20 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..viz.palette import (
+    BLUE,
+    CLUSTER_SERIES,
+    GREEN,
+    GREY,
+    HOMOLOGY_COLOURS,
+    LIGHT_GREY,
+    ORANGE,
+    RED,
+)
 from .model import EXPLORER_SCENARIOS, ExplorerData, gfc_field
 
 __all__ = ["PersistenceExplorer"]
 
-_H = {0: "#1f77b4", 1: "#d62728"}
-_CLUSTER_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2",
-                    "#7f7f7f", "#bcbd22", "#17becf", "#d62728"]
 
 
 def _segments(x0, y0, x1, y1):
@@ -148,16 +155,17 @@ class PersistenceExplorer:
             "persistence diagram", "barcode", "Betti curves", "48-dim descriptor"))
         for d in (0, 1):
             fig.add_trace(go.Scatter(mode="markers", name=f"H{d}", legendgroup=f"H{d}",
-                                     marker={"color": _H[d], "size": 6}), 1, 1)
+                                     marker={"color": HOMOLOGY_COLOURS[d], "size": 6}), 1, 1)
         fig.add_trace(go.Scatter(mode="lines", line={"color": "grey", "dash": "dot"},
                                  showlegend=False), 1, 1)
         for d in (0, 1):
-            fig.add_trace(go.Scatter(mode="lines", line={"color": _H[d]}, legendgroup=f"H{d}",
-                                     showlegend=False), 1, 2)
+            fig.add_trace(go.Scatter(mode="lines", line={"color": HOMOLOGY_COLOURS[d]},
+                                     legendgroup=f"H{d}", showlegend=False), 1, 2)
         for d in (0, 1):
-            fig.add_trace(go.Scatter(mode="lines", line={"color": _H[d]}, name=f"Betti-{d}",
-                                     legendgroup=f"H{d}", showlegend=False), 1, 3)
-        fig.add_trace(go.Bar(marker_color="#7f7f7f", showlegend=False), 1, 4)
+            fig.add_trace(go.Scatter(mode="lines", line={"color": HOMOLOGY_COLOURS[d]},
+                                     name=f"Betti-{d}", legendgroup=f"H{d}", showlegend=False),
+                          1, 3)
+        fig.add_trace(go.Bar(marker_color=GREY, showlegend=False), 1, 4)
         fig.update_xaxes(title_text="birth", row=1, col=1)
         fig.update_yaxes(title_text="death", row=1, col=1)
         fig.update_xaxes(title_text="scale", row=1, col=2)
@@ -169,10 +177,10 @@ class PersistenceExplorer:
 
     def _pair_figure(self):
         fig = go.Figure([
-            go.Scatter(mode="markers", name="client", marker={"color": "#1f77b4", "size": 7}),
-            go.Scatter(mode="markers", name="compared", marker={"color": "#ff7f0e", "size": 7,
+            go.Scatter(mode="markers", name="client", marker={"color": BLUE, "size": 7}),
+            go.Scatter(mode="markers", name="compared", marker={"color": ORANGE, "size": 7,
                                                                  "symbol": "x"}),
-            go.Scatter(mode="lines", name="optimal matching", line={"color": "#2ca02c"}),
+            go.Scatter(mode="lines", name="optimal matching", line={"color": GREEN}),
             go.Scatter(mode="lines", line={"color": "grey", "dash": "dot"}, showlegend=False),
         ])
         fig.update_layout(template="plotly_white", width=560, height=460, xaxis_title="birth",
@@ -190,9 +198,9 @@ class PersistenceExplorer:
     def _server_figure(self):
         fig = go.Figure([
             go.Bar(name="Eq. 6 weight in its cluster"),
-            go.Bar(name="weight in its own blended model (Eq. 7)", marker_color="#bbbbbb"),
+            go.Bar(name="weight in its own blended model (Eq. 7)", marker_color=LIGHT_GREY),
             go.Scatter(mode="markers", name="trust (Eq. 8)",
-                       marker={"symbol": "diamond", "size": 11, "color": "#d62728"}),
+                       marker={"symbol": "diamond", "size": 11, "color": RED}),
         ])
         fig.update_layout(template="plotly_white", barmode="group", width=980, height=380,
                           yaxis_title="weight")
@@ -204,9 +212,9 @@ class PersistenceExplorer:
             go.Scatter(mode="markers", name="uploaded centroids",
                        marker={"color": "white", "line": {"color": "black", "width": 1}}),
             go.Scatter(mode="markers", name="persistent peaks",
-                       marker={"symbol": "star", "color": "#ff7f0e", "size": 14}),
+                       marker={"symbol": "star", "color": ORANGE, "size": 14}),
             go.Scatter(mode="markers", name="GFC centres",
-                       marker={"symbol": "x", "color": "#d62728", "size": 12}),
+                       marker={"symbol": "x", "color": RED, "size": 12}),
         ])
         fig.update_layout(template="plotly_white", width=760, height=560)
         return go.FigureWidget(fig)
@@ -289,7 +297,7 @@ class PersistenceExplorer:
         c = self.controls
         s = self.data.server(c["n_clusters"].value, c["beta"].value, c["tau"].value)
         names = [f"client {k}" + (" *" if a else "") for k, a in enumerate(s["adversarial"])]
-        colours = [_CLUSTER_COLOURS[k % len(_CLUSTER_COLOURS)] for k in s["cluster"]]
+        colours = [CLUSTER_SERIES[k % len(CLUSTER_SERIES)] for k in s["cluster"]]
         fig = self.figures["server"]
         with fig.batch_update():
             fig.data[0].x, fig.data[0].y = names, s["weight"]
@@ -297,8 +305,8 @@ class PersistenceExplorer:
             fig.data[1].x, fig.data[1].y = names, s["own_model"]
             fig.data[2].x, fig.data[2].y = names, s["trust"]
             # per-bar colour lists: the front end may drop colours given at construction
-            fig.data[1].marker.color = ["#bbbbbb"] * len(names)
-            fig.data[2].marker.color = ["#d62728"] * len(names)
+            fig.data[1].marker.color = [LIGHT_GREY] * len(names)
+            fig.data[2].marker.color = [RED] * len(names)
         flagged = [k for k, z in enumerate(s["z"]) if z > c["tau"].value]
         groups = "; ".join(f"cluster {j}: {', '.join(map(str, np.flatnonzero(s['cluster'] == j)))}"
                            for j in range(int(s["cluster"].max()) + 1))

@@ -28,11 +28,12 @@ from scipy.spatial.distance import squareform
 
 from .._validation import check_choice, check_int, check_real
 from ..clustering.evaluation import CLUSTERING_DATASETS, load_clustering_dataset
+from ..core.seeds import draw_seed
 from ..data.partitions import kmeans_noniid_partition
 from ..data.scenarios import make_scenario
-from ..federated.aggregation import cluster_clients, intra_cluster_weights, trust_weights
+from ..federated.aggregation import server_state
 from ..topology.descriptor import betti_curve, client_topology
-from ..topology.distances import descriptor_distances, normalise_descriptors
+from ..topology.distances import descriptor_distances
 
 __all__ = ["EXPLORER_SCENARIOS", "ExplorerData", "gfc_field", "load_explorer_data"]
 
@@ -95,7 +96,7 @@ class ExplorerData:
             adversarial = [c.adversarial for c in sc.clients]
         rng = np.random.default_rng(random_state)
         tops = [client_topology(X, n_sub, strict=False, random_state=int(s))
-                for X, s in zip(clouds, rng.integers(2**31 - 1, size=len(clouds)), strict=True)]
+                for X, s in zip(clouds, draw_seed(rng, len(clouds)), strict=True)]
         deaths = np.concatenate([t[1][d][:, 1] for t in tops for d in (0, 1)] + [[1.0]])
         self.grid = np.linspace(0.0, float(np.percentile(deaths, 99)), 60)
         self.clients = [
@@ -124,14 +125,11 @@ class ExplorerData:
         check_int(n_clusters, "n_clusters", low=1, high=self.n_clients)
         check_real(beta, "beta", low=0.0, high=1.0)
         check_real(tau, "tau", low=0.0)
-        labels = cluster_clients(self.distances, n_clusters)
-        trust, z = trust_weights(self.distances, tau)
-        weights = intra_cluster_weights(normalise_descriptors(self.descriptors), labels,
-                                        self.sizes, trust)
-        counts = np.bincount(labels)
-        consensus = counts[labels] / self.n_clients * weights
+        st = server_state(self.descriptors, self.sizes, n_clusters, tau,
+                          distances=self.distances)
+        weights, consensus = st["weights"], st["consensus_weights"]
         return pd.DataFrame({
-            "cluster": labels, "z": z, "trust": trust, "weight": weights,
+            "cluster": st["labels"], "z": st["z"], "trust": st["trust"], "weight": weights,
             "consensus": consensus, "own_model": (1 - beta) * weights + beta * consensus,
             "adversarial": [c.adversarial for c in self.clients]})
 
@@ -212,8 +210,7 @@ def gfc_field(clients, n_clusters: int, epsilon: float, resolution: int = 60,
     lo, hi = S.min(axis=0), S.max(axis=0)
     xs, ys = np.linspace(lo[0], hi[0], resolution), np.linspace(lo[1], hi[1], resolution)
     grid = np.array(np.meshgrid(xs, ys)).reshape(2, -1).T
-    delta = est.delta if est.delta is not None else 500.0 * np.exp(-5.0 * epsilon)
-    E = gravitational_potential(grid, S, w, est.p, max(delta, 1e-12))
+    E = gravitational_potential(grid, S, w, est.p, est.delta_)
     tree = est.merge_tree_
     return {"xs": xs, "ys": ys, "log_energy": np.log10(E.reshape(resolution, resolution)),
             "centroids": S, "masses": w, "peaks": est.synthetic_[tree.peaks],

@@ -18,6 +18,7 @@ __all__ = [
     "blend_clusters",
     "cluster_clients",
     "cluster_models",
+    "consensus_model",
     "intra_cluster_weights",
     "trust_weights",
 ]
@@ -143,30 +144,49 @@ def cluster_models(models, labels, weights) -> np.ndarray:
     return out
 
 
-def blend_clusters(theta_clusters, cluster_sizes, beta: float) -> np.ndarray:
-    r"""Eq. 7: :math:`\theta^*_{C_j} = (1-\beta)\theta_{C_j} + \beta\bar\theta`,
-    :math:`\bar\theta = \sum_j \frac{|C_j|}{K}\theta_{C_j}`."""
-    check_real(beta, "beta", low=0.0, high=1.0)
+def consensus_model(theta_clusters, cluster_sizes) -> np.ndarray:
+    r"""The consensus of Eq. 7, :math:`\bar\theta = \sum_j \frac{|C_j|}{K}\theta_{C_j}`.
+
+    Parameters
+    ----------
+    theta_clusters : array-like of shape (M, dim)
+        One model per cluster.
+    cluster_sizes : array-like of shape (M,)
+        :math:`|C_j|`, positive.
+
+    Returns
+    -------
+    numpy.ndarray of shape (dim,)
+    """
     theta = check_points(theta_clusters, "theta_clusters")
     sizes = _check_per_client(cluster_sizes, "cluster_sizes", theta.shape[0], positive=True)
-    consensus = sizes @ theta / sizes.sum()
-    return (1.0 - beta) * theta + beta * consensus
+    return sizes @ theta / sizes.sum()
+
+
+def blend_clusters(theta_clusters, cluster_sizes, beta: float) -> np.ndarray:
+    r"""Eq. 7: :math:`\theta^*_{C_j} = (1-\beta)\theta_{C_j} + \beta\bar\theta`,
+    :math:`\bar\theta = \sum_j \frac{|C_j|}{K}\theta_{C_j}` (:func:`consensus_model`)."""
+    check_real(beta, "beta", low=0.0, high=1.0)
+    theta = check_points(theta_clusters, "theta_clusters")
+    return (1.0 - beta) * theta + beta * consensus_model(theta, cluster_sizes)
 
 
 def server_state(descriptors, sizes, n_clusters: int, tau: float, use_trust: bool = True,
-                 distances=None) -> dict:
+                 distances=None, labels=None) -> dict:
     """pTopoFL's round-0 server step (Algorithm 1), as one pure function.
 
     From the clients' descriptors (and sizes): the distance matrix (l2 of normalised
     descriptors unless ``distances`` is given), the clusters, Eq. 8 trust, Eq. 6 weights
     and each client's share of the Eq. 7 consensus. Used by
     :class:`~topofl_lib.federated.PTopoFL` and by the Flower strategy
-    (:mod:`topofl_lib.flower`), so both run the same server.
+    (:mod:`topofl_lib.flower`), so both run the same server. ``labels`` (one cluster
+    index per client) keeps those clusters instead of clustering: trust and weights of
+    new descriptors within the current clusters.
     """
     descriptors = np.asarray(descriptors, dtype=np.float64)
     K = descriptors.shape[0]
     D = descriptor_distances(descriptors) if distances is None else np.asarray(distances)
-    labels = cluster_clients(D, n_clusters)
+    labels = cluster_clients(D, n_clusters) if labels is None else _check_labels(labels, K)
     trust, z = trust_weights(D, tau)
     if not use_trust:
         trust = np.ones(K)

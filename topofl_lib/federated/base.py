@@ -39,9 +39,10 @@ from .._validation import (
     check_random_state,
     check_real,
 )
+from ..core.containers import FederatedScenario
+from ..core.learner import ModelClass
 from ..data.preprocessing import client_scaler, standardise_clients
-from ..data.scenarios import FederatedScenario
-from .local import LogisticLearner, local_sgd
+from .local import LogisticLearner, client_streams, local_sgd
 from .solvers import SOLVERS, fit_logistic
 
 __all__ = ["EVALUATE_ON", "RNG_STREAMS", "FederatedAlgorithm", "client_streams"]
@@ -53,19 +54,6 @@ RNG_STREAMS = ("shared", "per_client")
 #: Which clients the reported mean covers: the honest ones (ours), or all of them,
 #: adversaries included (the pTopoFL paper's released code).
 EVALUATE_ON = ("honest", "all")
-
-
-def client_streams(random_state: int, k: int) -> tuple[np.random.Generator, int]:
-    """Client ``k``'s own mini-batch generator and persistence-subsample seed.
-
-    Both derive from ``SeedSequence(random_state, spawn_key=(k, ...))``, so a client
-    process that knows only the run seed and its partition id draws exactly the numbers
-    the in-process engine (``rng_streams="per_client"``) draws for it.
-    """
-    sgd = np.random.Generator(np.random.PCG64(
-        np.random.SeedSequence(random_state, spawn_key=(k, 0))))
-    topo = int(np.random.SeedSequence(random_state, spawn_key=(k, 1)).generate_state(1)[0])
-    return sgd, topo
 
 
 class FederatedAlgorithm(BaseEstimator):
@@ -90,7 +78,7 @@ class FederatedAlgorithm(BaseEstimator):
     random_state : None or int
         Seeds every random choice of the run (mini-batch orders, subsamples).
     rng_streams : {"shared", "per_client"}
-        (FedAvg, FedProx, pTopoFL) ``"shared"``: one generator consumed in client order;
+        ``"shared"``: one generator consumed in client order;
         ``"per_client"``: client ``k`` draws from :func:`client_streams` (needs an int
         ``random_state``), as clients of a real federation do.
     solver : {"sgd", "lbfgs"}
@@ -108,6 +96,13 @@ class FederatedAlgorithm(BaseEstimator):
 
     Attributes
     ----------
+    learner_ : Learner
+        The model class's learner (:class:`topofl_lib.core.Learner`) the fit trained
+        with; it reads the flat parameter vectors (``predict_proba``, representations).
+    scenario_ : FederatedScenario
+        The scenario passed to ``fit`` (before any standardisation).
+    honest_ : ndarray of bool (n_clients,)
+        Which clients are honest (``scenario_.honest``).
     history_ : dict of ndarray
         ``"auc"`` and ``"accuracy"`` of shape (n_rounds,): mean over the evaluated
         clients (``evaluation_["evaluate_on"]``: the honest ones, or all) after each round;
@@ -125,6 +120,20 @@ class FederatedAlgorithm(BaseEstimator):
 
     name = "base"
 
+    def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
+                 model=None, random_state=None, rng_streams="shared", evaluate_on=None,
+                 standardise=None):
+        self.n_rounds = n_rounds
+        self.lr = lr
+        self.local_epochs = local_epochs
+        self.batch_size = batch_size
+        self.C = C
+        self.model = model
+        self.random_state = random_state
+        self.rng_streams = rng_streams
+        self.evaluate_on = evaluate_on
+        self.standardise = standardise
+
     def _validate_common(self) -> None:
         check_int(self.n_rounds, "n_rounds", low=1)
         check_real(self.lr, "lr", low=0.0, low_open=True)
@@ -133,21 +142,21 @@ class FederatedAlgorithm(BaseEstimator):
             check_int(self.batch_size, "batch_size", low=1)
         check_real(self.C, "C", low=0.0, low_open=True)
         check_random_state(self.random_state)
-        check_choice(self._streams, "rng_streams", RNG_STREAMS)
-        if self._streams == "per_client" and not isinstance(self.random_state, int):
+        check_choice(self.rng_streams, "rng_streams", RNG_STREAMS)
+        if self.rng_streams == "per_client" and not isinstance(self.random_state, int):
             raise ValueError("rng_streams='per_client' needs an int random_state, got "
                              f"{self.random_state!r}")
-        if self.model is not None and not callable(getattr(self.model, "make_learner", None)):
+        if self.model is not None and not isinstance(self.model, ModelClass):
             raise TypeError(f"model must be None or a TorchModel, got {type(self.model).__name__}")
         check_choice(self._solver, "solver", SOLVERS)
         if self._solver == "lbfgs" and self.model is not None:
             raise ValueError("solver='lbfgs' fits a logistic regression; use solver='sgd' "
                              "with a TorchModel")
-        if getattr(self, "evaluate_on", None) is not None:
+        if self.evaluate_on is not None:
             check_choice(self.evaluate_on, "evaluate_on", EVALUATE_ON)
-        standardise = getattr(self, "standardise", None)
-        if standardise is not None and not isinstance(standardise, bool):
-            raise TypeError(f"standardise must be True, False or None, got {standardise!r}")
+        if self.standardise is not None and not isinstance(self.standardise, bool):
+            raise TypeError(f"standardise must be True, False or None, got "
+                            f"{self.standardise!r}")
 
     @property
     def _solver(self) -> str:
@@ -158,7 +167,7 @@ class FederatedAlgorithm(BaseEstimator):
         chosen = {"evaluate_on": "honest", "standardise": False,
                   **scenario.meta.get("evaluation", {})}
         for key in chosen:
-            if getattr(self, key, None) is not None:
+            if getattr(self, key) is not None:
                 chosen[key] = getattr(self, key)
         check_choice(chosen["evaluate_on"], "evaluate_on", EVALUATE_ON)
         return chosen
@@ -167,15 +176,13 @@ class FederatedAlgorithm(BaseEstimator):
         """Client ``k``'s mini-batch size (``batch_size=None``: all its training data)."""
         return int(self._n[k]) if self.batch_size is None else self.batch_size
 
-    @property
-    def _streams(self) -> str:
-        return getattr(self, "rng_streams", "shared")
-
     def _client_rng(self, k: int) -> np.random.Generator:
         """The generator client ``k`` draws its mini-batch orders from."""
-        return self._client_rngs[k] if self._streams == "per_client" else self._rng
+        return self._client_rngs[k] if self.rng_streams == "per_client" else self._rng
 
-    def _validate_params(self) -> None:  # extended by subclasses
+    def _check_params(self) -> None:  # extended by subclasses
+        """Validate the parameters (called by ``fit``). Not scikit-learn's
+        ``_validate_params``, which this class leaves alone."""
         self._validate_common()
 
     # -- data ------------------------------------------------------------------
@@ -185,7 +192,7 @@ class FederatedAlgorithm(BaseEstimator):
 
     def _gradient(self, k: int):
         """Client ``k``'s stochastic gradient ``g(w, idx)`` (FedTopo adds its TAL term)."""
-        learner, data = self._learner, self._data[k]
+        learner, data = self.learner_, self._data[k]
         return lambda w, idx: learner.gradient(w, data, idx)
 
     def _train(self, k: int, w0: np.ndarray, extra=None) -> tuple[np.ndarray, int]:
@@ -197,7 +204,7 @@ class FederatedAlgorithm(BaseEstimator):
         w, steps = local_sgd(
             w0, self._gradient(k), int(self._n[k]), lr=self.lr, epochs=self.local_epochs,
             batch_size=self._batch(k), rng=self._client_rng(k), extra=extra,
-            momentum=self._learner.momentum,
+            momentum=self.learner_.momentum,
         )
         return self._reply(k, w0, w), steps
 
@@ -230,7 +237,7 @@ class FederatedAlgorithm(BaseEstimator):
     def _load_client(self, k: int, client) -> None:
         """(Re)build client ``k``'s training and test arrays (round 0 and schedule changes)."""
         self._clients[k] = client
-        self._data[k] = self._learner.client_data(self._features(k, client.X_train),
+        self._data[k] = self.learner_.client_data(self._features(k, client.X_train),
                                                   client.y_train)
         self._n[k] = client.n_train
         self._tests[k] = (self._features(k, client.X_test), client.y_test)
@@ -242,9 +249,9 @@ class FederatedAlgorithm(BaseEstimator):
             raise TypeError(
                 f"scenario must be a FederatedScenario, got {type(scenario).__name__}"
             )
-        self._validate_params()
+        self._check_params()
         self.evaluation_ = self._evaluation(scenario)
-        self._raw_scenario = scenario
+        self.scenario_ = scenario
         if self.evaluation_["standardise"]:
             scenario = standardise_clients(scenario)
         self._rng = check_random_state(self.random_state)
@@ -258,24 +265,24 @@ class FederatedAlgorithm(BaseEstimator):
             raise ValueError("every client of the scenario is adversarial; the metrics are "
                              "means over honest clients, so at least one is needed")
         K = len(clients)
-        if self._streams == "per_client":
+        if self.rng_streams == "per_client":
             self._client_rngs = [client_streams(self.random_state, k)[0] for k in range(K)]
         self.n_clients_ = K
         self.n_features_in_ = scenario.n_features
-        self._scenario = scenario
+        self.honest_ = scenario.honest
         self._clients = clients
         if self.model is None:
-            self._learner = LogisticLearner(self.C)
+            self.learner_ = LogisticLearner(self.C)
         else:
-            self._learner = self.model.make_learner(clients[0].X_train.shape[1], self._rng)
-        self._w_init = self._learner.init_params(None)
+            self.learner_ = self.model.make_learner(clients[0].X_train.shape[1], self._rng)
+        self._w_init = self.learner_.init_params(None)
         self._prepare(scenario)
         self._data, self._tests = [None] * K, [None] * K
         self._n = np.zeros(K)
         for k, c in enumerate(clients):
             self._load_client(k, c)
         if self._w_init is None:  # logistic regression: size known once features are
-            self._w_init = self._learner.init_params(self._data[0])
+            self._w_init = self.learner_.init_params(self._data[0])
         self._setup(K, self._w_init)
         scored = honest if self.evaluation_["evaluate_on"] == "honest" else np.arange(K)
         client_auc = np.full((self.n_rounds, K), np.nan)
@@ -297,7 +304,7 @@ class FederatedAlgorithm(BaseEstimator):
                     hint=" (the server's aggregate diverged)", error=FloatingPointError)
                 key = (id(X_test), hashlib.blake2b(w.tobytes(), digest_size=16).digest())
                 if key not in cache:  # clients sharing a model and a test set
-                    cache[key] = self._learner.evaluate(w, X_test, y_test)
+                    cache[key] = self.learner_.evaluate(w, X_test, y_test)
                 client_auc[r, k], client_acc[r, k] = cache[key]
         self.history_ = {
             "auc": client_auc[:, scored].mean(axis=1),
@@ -328,9 +335,9 @@ class FederatedAlgorithm(BaseEstimator):
             raise ValueError(f"X has {X.shape[1]} features, but this {type(self).__name__} "
                              f"was fitted on {self.n_features_in_}")
         if self.evaluation_["standardise"]:
-            raw = self._raw_scenario.clients_at(self.n_rounds - 1)[client]
+            raw = self.scenario_.clients_at(self.n_rounds - 1)[client]
             X = client_scaler(raw).transform(X)
-        return self._learner.predict_proba(self._client_model(client),
+        return self.learner_.predict_proba(self._client_model(client),
                                            self._features(client, X))
 
     def _setup(self, K: int, w0: np.ndarray) -> None:

@@ -12,7 +12,8 @@ parameter vector and a gradient function, so the same algorithms run over any mo
 class: :class:`LogisticLearner` here, and torch networks through
 :class:`topofl_lib.deep.TorchModel`.
 
-A *learner* is what an algorithm needs from a model class:
+A *learner* is what an algorithm needs from a model class
+(:class:`topofl_lib.core.Learner`, the protocol):
 
 * ``client_data(X, y)``: the client's training data in the learner's own form;
 * ``init_params(data)``: the initial parameter vector (``data`` is one client's
@@ -35,7 +36,8 @@ from scipy.special import expit
 
 from .metrics import accuracy, roc_auc
 
-__all__ = ["LogisticLearner", "add_bias", "logistic_gradient", "local_sgd", "predict_proba"]
+__all__ = ["LogisticLearner", "add_bias", "client_streams", "logistic_gradient", "local_sgd",
+           "predict_proba"]
 
 
 def add_bias(X: np.ndarray) -> np.ndarray:
@@ -135,3 +137,16 @@ class LogisticLearner:
 
     def representation(self, w: np.ndarray, X: np.ndarray) -> np.ndarray:
         return X
+
+
+def client_streams(random_state: int, k: int) -> tuple[np.random.Generator, int]:
+    """Client ``k``'s own mini-batch generator and persistence-subsample seed.
+
+    Both derive from ``SeedSequence(random_state, spawn_key=(k, ...))``, so a client
+    process that knows only the run seed and its partition id draws exactly the numbers
+    the in-process engine (``rng_streams="per_client"``) draws for it.
+    """
+    sgd = np.random.Generator(np.random.PCG64(
+        np.random.SeedSequence(random_state, spawn_key=(k, 0))))
+    topo = int(np.random.SeedSequence(random_state, spawn_key=(k, 1)).generate_state(1)[0])
+    return sgd, topo

@@ -45,17 +45,9 @@ class LocalOnly(FederatedAlgorithm):
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
                  model=None, random_state=None, rng_streams="shared", solver="sgd",
                  evaluate_on=None, standardise=None):
-        self.n_rounds = n_rounds
-        self.lr = lr
-        self.local_epochs = local_epochs
-        self.batch_size = batch_size
-        self.C = C
-        self.model = model
-        self.random_state = random_state
-        self.rng_streams = rng_streams
+        super().__init__(n_rounds, lr, local_epochs, batch_size, C, model, random_state,
+                         rng_streams, evaluate_on, standardise)
         self.solver = solver
-        self.evaluate_on = evaluate_on
-        self.standardise = standardise
 
     def _setup(self, K, w0):
         self.client_models_ = np.tile(w0, (K, 1))

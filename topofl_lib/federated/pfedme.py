@@ -31,23 +31,16 @@ class PFedMe(FederatedAlgorithm):
 
     def __init__(self, n_rounds=15, lr=0.05, local_epochs=2, batch_size=32, C=1.0,
                  lam=15.0, personal_lr=0.05, inner_steps=5, beta=1.0, model=None,
-                 random_state=None, evaluate_on=None, standardise=None):
-        self.n_rounds = n_rounds
-        self.lr = lr
-        self.local_epochs = local_epochs
-        self.batch_size = batch_size
-        self.C = C
+                 random_state=None, rng_streams="shared", evaluate_on=None, standardise=None):
+        super().__init__(n_rounds, lr, local_epochs, batch_size, C, model, random_state,
+                         rng_streams, evaluate_on, standardise)
         self.lam = lam
         self.personal_lr = personal_lr
         self.inner_steps = inner_steps
         self.beta = beta
-        self.model = model
-        self.random_state = random_state
-        self.evaluate_on = evaluate_on
-        self.standardise = standardise
 
-    def _validate_params(self):
-        super()._validate_params()
+    def _check_params(self):
+        super()._check_params()
         check_real(self.lam, "lam", low=0.0, low_open=True)
         check_real(self.personal_lr, "personal_lr", low=0.0, low_open=True)
         check_int(self.inner_steps, "inner_steps", low=1)

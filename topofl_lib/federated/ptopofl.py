@@ -46,14 +46,19 @@ further release would spend more privacy budget.
 from __future__ import annotations
 
 import hashlib
+from functools import partial
 
 import numpy as np
 
 from .._validation import check_bool, check_choice, check_int, check_real
-from ..topology.descriptor import H1_GRIDS, betti_curve, client_topology
+from ..core.seeds import draw_seed
+from ..topology.descriptor import H1_GRIDS, client_topology
 from ..topology.distances import DISTANCES, diagram_distances, normalise_descriptors
+from ..topology.model_anchored import ModelAnchoredDescriptor
 from ..topology.persistence import PERSISTENCE_METHODS
-from .aggregation import aggregate_round, server_state
+from . import client_descriptors as label_aware
+from .aggregation import aggregate_round, consensus_model, server_state
+from .augmentation import augment_features, augmentation_stats
 from .base import FederatedAlgorithm, client_streams
 
 __all__ = ["PTopoFL", "augment_features", "augmentation_stats", "signature_drift"]
@@ -72,29 +77,6 @@ def signature_drift(signatures) -> np.ndarray:
         raise ValueError(f"signatures must have shape (n_rounds, K, dim), got {sig.shape}")
     normed = np.stack([normalise_descriptors(s) for s in sig])
     return np.linalg.norm(normed - normed[0], axis=2).mean(axis=0)
-
-
-def augmentation_stats(X, topology) -> tuple:
-    """Sec. 3.2 feature-augmentation statistics of one client (computed client-side).
-
-    ``topology`` is :func:`~topofl_lib.topology.client_topology`'s output for ``X``.
-    Returns ``(centre, scale, constants)`` for :func:`augment_features`.
-    """
-    phi, dgms, Xs = topology
-    m = Xs.shape[0]
-    h0 = dgms[0]
-    median_scale = np.median(h0[:, 1]) if h0.size else 0.0
-    b0 = betti_curve(h0, np.array([median_scale]), n_essential=1)[0]
-    log_m = np.log(max(m, 2))
-    constants = np.array([phi[0] / log_m, phi[1] / log_m, b0 / m])
-    return X.mean(axis=0), np.sqrt(X.shape[1]), constants
-
-
-def augment_features(X, stats) -> np.ndarray:
-    """Append the four Sec. 3.2 columns to ``X`` (see the module docstring)."""
-    centre, scale, constants = stats
-    dist = np.linalg.norm(X - centre, axis=1, keepdims=True) / scale
-    return np.hstack([X, dist, np.broadcast_to(constants, (X.shape[0], 3))])
 
 
 class PTopoFL(FederatedAlgorithm):
@@ -138,10 +120,21 @@ class PTopoFL(FederatedAlgorithm):
     descriptor_mechanism : object with ``release(x, random_state)``, optional
         A DP mechanism (e.g. :class:`topofl_lib.privacy.GaussianMechanism`) applied to the
         normalised descriptors before the server sees them. Requires ``distance="l2"``.
+    descriptor : {"paper", "class_conditional", "model_anchored"} or transformer
+        What each client sends as phi_k: the paper's 48-dim descriptor
+        (default, unchanged behaviour), or a label-aware one
+        (:mod:`topofl_lib.federated.client_descriptors`; a
+        :class:`~topofl_lib.topology.ClassConditionalDescriptor` or
+        :class:`~topofl_lib.topology.ModelAnchoredDescriptor` instance sets its
+        parameters). Clustering, Eq. 8 and Eq. 6 are unchanged; a model-anchored
+        descriptor is recomputed against the broadcast models every round, after a
+        warm-up round (one cluster, trust 1), and the clients are re-clustered on it
+        (the schedule of :mod:`~topofl_lib.federated.client_descriptors`). Requires
+        ``distance="l2"``.
 
     Attributes
     ----------
-    descriptors_ : ndarray (K, 48)
+    descriptors_ : ndarray (K, 48), or (K, d) with a label-aware ``descriptor``
     distances_ : ndarray (K, K)
     labels_ : ndarray (K,)  cluster of each client
     trust_, z_scores_ : ndarray (K,)
@@ -161,20 +154,19 @@ class PTopoFL(FederatedAlgorithm):
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
                  n_clusters=2, beta=0.3, tau=2.0, distance="l2", use_trust=True,
+                 descriptor="paper",
                  augment=True, n_sub=80, n_thresholds=20, persistence="ripser",
                  h1_grid="own", track_signatures=True, drift_threshold=None,
                  drift_window=3, descriptor_mechanism=None, model=None, random_state=None,
                  rng_streams="shared", solver="sgd", evaluate_on=None, standardise=None):
-        self.n_rounds = n_rounds
-        self.lr = lr
-        self.local_epochs = local_epochs
-        self.batch_size = batch_size
-        self.C = C
+        super().__init__(n_rounds, lr, local_epochs, batch_size, C, model, random_state,
+                         rng_streams, evaluate_on, standardise)
         self.n_clusters = n_clusters
         self.beta = beta
         self.tau = tau
         self.distance = distance
         self.use_trust = use_trust
+        self.descriptor = descriptor
         self.augment = augment
         self.n_sub = n_sub
         self.n_thresholds = n_thresholds
@@ -184,15 +176,10 @@ class PTopoFL(FederatedAlgorithm):
         self.drift_threshold = drift_threshold
         self.drift_window = drift_window
         self.descriptor_mechanism = descriptor_mechanism
-        self.model = model
-        self.random_state = random_state
-        self.rng_streams = rng_streams
         self.solver = solver
-        self.evaluate_on = evaluate_on
-        self.standardise = standardise
 
-    def _validate_params(self):
-        super()._validate_params()
+    def _check_params(self):
+        super()._check_params()
         check_int(self.n_clusters, "n_clusters", low=1)
         check_real(self.beta, "beta", low=0.0, high=1.0)
         check_real(self.tau, "tau", low=0.0)
@@ -212,6 +199,13 @@ class PTopoFL(FederatedAlgorithm):
         if self.model is not None and self.augment:
             raise ValueError("augment=True appends tabular features and needs the logistic "
                              "model; pass augment=False with a TorchModel")
+        label_aware.check_descriptor(self.descriptor, self.n_sub, self.n_thresholds)
+        if not label_aware.is_paper(self.descriptor):
+            if self.distance != "l2":
+                raise ValueError("a label-aware descriptor has no diagrams to compare; use "
+                                 f"distance='l2', got distance={self.distance!r}")
+            check_choice(label_aware.DEFAULT_ANCHORS, "anchors", label_aware.ANCHORS)
+            check_choice(label_aware.DEFAULT_RECLUSTER, "recluster", label_aware.RECLUSTER)
         if self.descriptor_mechanism is not None:
             if not callable(getattr(self.descriptor_mechanism, "release", None)):
                 raise TypeError("descriptor_mechanism must have a release(x, random_state) method")
@@ -228,10 +222,8 @@ class PTopoFL(FederatedAlgorithm):
         penultimate activations under ``w`` of ``n_sub`` samples (fixed per client)."""
         if self.model is None:
             return X
-        n = X.shape[0]
-        idx = np.sort(np.random.default_rng(int(self._client_seeds[k])).choice(
-            n, size=min(self.n_sub, n), replace=False))
-        return self._learner.representation(w, X[idx])
+        idx = label_aware.client_records(X.shape[0], self.n_sub, self._client_seeds[k])
+        return self.learner_.representation(w, X[idx])
 
     def _topology(self, k, X, w=None):
         X = self._descriptor_points(k, X, self._w_init if w is None else w)
@@ -240,7 +232,7 @@ class PTopoFL(FederatedAlgorithm):
         if cached is not None and cached[0] == digest:
             return cached[1]
         result = client_topology(
-            X, self.n_sub, n_thresholds=self.n_thresholds, method=self.persistence,
+            X, self.n_sub, n_thresholds=self.n_thresholds, persistence=self.persistence,
             h1_grid=self.h1_grid, strict=False, random_state=int(self._client_seeds[k]),
             name=f"client {k}",
         )
@@ -252,29 +244,36 @@ class PTopoFL(FederatedAlgorithm):
         K = len(clients)
         if self.n_clusters > K:
             raise ValueError(f"n_clusters={self.n_clusters} exceeds the {K} clients")
-        if self._streams == "per_client":
+        if self.rng_streams == "per_client":
             self._client_seeds = [client_streams(self.random_state, k)[1] for k in range(K)]
-        else:
-            self._client_seeds = self._rng.integers(0, 2**32 - 1, size=K)
+        else:  # 2**32 - 1, not the usual bound: these seeds made the committed results
+            self._client_seeds = draw_seed(self._rng, K, high=2**32 - 1)
         self._topology_cache = {}
         tops = [self._topology(k, c.X_train) for k, c in enumerate(clients)]
         descriptors = np.array([t[0] for t in tops])
-        if self.descriptor_mechanism is not None:
-            descriptors = self.descriptor_mechanism.release(
-                normalise_descriptors(descriptors), self._rng)
-        self._server_step(descriptors, [t[1] for t in tops],
-                          np.array([c.n_train for c in clients], dtype=np.float64))
+        sizes = np.array([c.n_train for c in clients], dtype=np.float64)
+        self._prepare_label_aware(K)
+        if self._label_clients is None:
+            if self.descriptor_mechanism is not None:
+                descriptors = self.descriptor_mechanism.release(
+                    normalise_descriptors(descriptors), self._rng)
+            self._server_step(descriptors, [t[1] for t in tops], sizes)
+        elif self._model_dependent:
+            self._warm_up(sizes)
+        else:
+            self._server_step(self._label_aware_descriptors(), None, sizes)
         self._augmentation = [
             augmentation_stats(c.X_train, t) if self.augment else None
             for c, t in zip(clients, tops, strict=True)
         ]
         self.recluster_rounds_ = []
 
-    def _server_step(self, descriptors, diagrams, sizes) -> None:
-        """Round-0 server work (and re-clustering): distances, clusters, trust, Eq. 6."""
+    def _server_step(self, descriptors, diagrams, sizes, labels=None) -> None:
+        """Round-0 server work (and re-clustering): distances, clusters, trust, Eq. 6.
+        ``labels``: keep these clusters (trust and weights of new descriptors only)."""
         distances = None if self.distance == "l2" else diagram_distances(diagrams)
         st = server_state(descriptors, sizes, self.n_clusters, self.tau, self.use_trust,
-                          distances)
+                          distances, labels)
         self.descriptors_ = np.asarray(descriptors, dtype=np.float64)
         self.distances_, self.labels_ = st["distances"], st["labels"]
         self.trust_, self.z_scores_, self.weights_ = st["trust"], st["z"], st["weights"]
@@ -295,8 +294,9 @@ class PTopoFL(FederatedAlgorithm):
         self.drift_statistic_ = np.full((self.n_rounds, K), np.nan)
         self._since = 0
         self._tracking = self.track_signatures and self.descriptor_mechanism is None
-        self.signatures_ = np.empty((self.n_rounds, K, self.descriptors_.shape[1])) \
-            if self._tracking else None
+        dim = (self.descriptors_.shape[1] if self._label_clients is None
+               else self._label_aware_dimension())
+        self.signatures_ = np.empty((self.n_rounds, K, dim)) if self._tracking else None
         self.drift_ = None
 
     def _round(self, r):
@@ -307,9 +307,12 @@ class PTopoFL(FederatedAlgorithm):
         self.cluster_models_ = aggregate_round(local, self.labels_, self.weights_,
                                                self._cluster_sizes, self.beta)
         self.weight_history_[r] = self.consensus_weights_
+        if self._label_clients is not None:
+            phis = self._label_aware_round()
         if self._tracking:
-            tops = [self._topology(k, c.X_train, self.cluster_models_[self.labels_[k]])
-                    for k, c in enumerate(self._clients)]
+            tops = ([(p, None) for p in phis] if self._label_clients is not None else
+                    [self._topology(k, c.X_train, self.cluster_models_[self.labels_[k]])
+                     for k, c in enumerate(self._clients)])
             self.signatures_[r] = [t[0] for t in tops]
             self.drift_ = signature_drift(self.signatures_[:r + 1])
             normed = np.stack([normalise_descriptors(s) for s in self.signatures_[:r + 1]])
@@ -323,15 +326,88 @@ class PTopoFL(FederatedAlgorithm):
                     self._recluster(r, tops)
 
     def _recluster(self, r, tops) -> None:
-        """Sec. 3.5: re-cluster on the current signatures; new clusters start from the
-        mean of the models their members were using."""
+        """Sec. 3.5: re-cluster on the current signatures."""
+        self._regroup(np.array([t[0] for t in tops]), [t[1] for t in tops])
+        self._since = r
+        self.recluster_rounds_.append(r + 1)
+
+    def _regroup(self, descriptors, diagrams) -> None:
+        """Cluster the clients anew on ``descriptors``; a new cluster starts from the
+        mean of the models its members were using."""
         in_use = self.cluster_models_[self.labels_]
-        self._server_step(np.array([t[0] for t in tops]), [t[1] for t in tops], self._n)
+        self._server_step(descriptors, diagrams, self._n)
         M = self._cluster_sizes.size
         self.cluster_models_ = np.array([in_use[self.labels_ == j].mean(axis=0)
                                          for j in range(M)])
-        self._since = r
-        self.recluster_rounds_.append(r + 1)
+
+    # -- label-aware descriptors (``descriptor`` option) --------------------------------
+    def _prepare_label_aware(self, K: int) -> None:
+        """The clients' side of a label-aware ``descriptor`` and the server's schedule."""
+        self._label_clients = None
+        if label_aware.is_paper(self.descriptor):
+            return
+        transformer = label_aware.check_descriptor(
+            self.descriptor, self.n_sub, self.n_thresholds, self.learner_.n_classes)
+        self._label_clients = [
+            label_aware.LabelAwareClient(
+                transformer, self.learner_, self._client_seeds[k],
+                n_sub=None if self.model is None else self.n_sub,
+                features=partial(self._features, k))
+            for k in range(K)]
+        anchored = isinstance(transformer, ModelAnchoredDescriptor)
+        self._model_dependent = anchored or self.model is not None
+        self._cluster_anchors = anchored and label_aware.DEFAULT_ANCHORS == "clusters"
+        self._recluster_every_round = label_aware.DEFAULT_RECLUSTER == "every_round"
+        self._block_size = len(transformer.get_feature_names_out())
+
+    def _label_aware_dimension(self) -> int:
+        """Length of a client's label-aware descriptor (one block per anchor)."""
+        return (self.n_clusters if self._cluster_anchors else 1) * self._block_size
+
+    def _label_aware_descriptors(self, anchors=None) -> np.ndarray:
+        """Every client's label-aware descriptor, as released to the server (DP
+        mechanism applied); ``anchors``: the models they were broadcast."""
+        phi = np.array([lc.descriptor(c.X_train, c.y_train, anchors)
+                        for lc, c in zip(self._label_clients, self._clients, strict=True)])
+        if self.descriptor_mechanism is not None:
+            phi = self.descriptor_mechanism.release(normalise_descriptors(phi), self._rng)
+        return phi
+
+    def _warm_up(self, sizes) -> None:
+        """Round-1 state of a model-dependent descriptor: one cluster, trust 1, weights
+        proportional to the clients' sizes (a FedAvg round)."""
+        K = sizes.size
+        w = sizes / sizes.sum()
+        self.descriptors_ = None
+        self.distances_ = np.zeros((K, K))
+        self.labels_ = np.zeros(K, dtype=np.int64)
+        self.trust_, self.z_scores_, self.weights_ = np.ones(K), np.zeros(K), w
+        self._cluster_sizes = np.array([K])
+        self.consensus_weights_ = w
+
+    def _anchor_models(self) -> np.ndarray:
+        """The models the clients' descriptors are computed against, (n_anchors, dim):
+        every cluster model (the warm-up's one model repeated), or the consensus."""
+        models = self.cluster_models_
+        if self._cluster_anchors:
+            M = self.n_clusters
+            return models if models.shape[0] == M else np.repeat(models[:1], M, axis=0)
+        return consensus_model(models, self._cluster_sizes)[None, :]
+
+    def _label_aware_round(self):
+        """After a round's aggregation: the clients' label-aware descriptors (the
+        round's signatures; ``None`` for a static descriptor without tracking) and,
+        for a model-dependent one, the server step the next round uses: clusters
+        (after the warm-up, then every round or never again), Eq. 8 and Eq. 6."""
+        if not self._model_dependent:  # static: recomputed (cached) for tracking only
+            return self._label_aware_descriptors() if self._tracking else None
+        first = self.descriptors_ is None
+        phi = self._label_aware_descriptors(self._anchor_models())
+        if first or self._recluster_every_round:
+            self._regroup(phi, None)
+        else:
+            self._server_step(phi, None, self._n, labels=self.labels_)
+        return phi
 
     def _client_model(self, k):
         return self.cluster_models_[self.labels_[k]]

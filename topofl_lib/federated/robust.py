@@ -47,12 +47,14 @@ class TrimmedMean(FedAvg):
     name = "TrimmedMean"
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
-                 trim=0.2, model=None, random_state=None):
-        super().__init__(n_rounds, lr, local_epochs, batch_size, C, model, random_state)
+                 trim=0.2, model=None, random_state=None, rng_streams="shared",
+                 evaluate_on=None, standardise=None):
+        super().__init__(n_rounds, lr, local_epochs, batch_size, C, model, random_state,
+                         rng_streams, evaluate_on=evaluate_on, standardise=standardise)
         self.trim = trim
 
-    def _validate_params(self):
-        super()._validate_params()
+    def _check_params(self):
+        super()._check_params()
         check_real(self.trim, "trim", low=0.0, high=0.49)
 
     def _aggregate(self, local):
@@ -71,8 +73,10 @@ class Krum(FedAvg):
     name = "Krum"
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
-                 n_byzantine=None, model=None, random_state=None):
-        super().__init__(n_rounds, lr, local_epochs, batch_size, C, model, random_state)
+                 n_byzantine=None, model=None, random_state=None, rng_streams="shared",
+                 evaluate_on=None, standardise=None):
+        super().__init__(n_rounds, lr, local_epochs, batch_size, C, model, random_state,
+                         rng_streams, evaluate_on=evaluate_on, standardise=standardise)
         self.n_byzantine = n_byzantine
 
     def _aggregate(self, local):

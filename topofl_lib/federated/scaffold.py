@@ -42,7 +42,8 @@ class Scaffold(FederatedAlgorithm):
 
     Parameters
     ----------
-    n_rounds, lr, local_epochs, batch_size, C, model, random_state, evaluate_on, standardise
+    n_rounds, lr, local_epochs, batch_size, C, model, random_state, rng_streams, evaluate_on,
+    standardise
         As in :class:`FederatedAlgorithm`.
     server_lr : float, default=1.0
         Server step on the mean model change.
@@ -56,21 +57,14 @@ class Scaffold(FederatedAlgorithm):
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
                  server_lr=1.0, model=None, random_state=None, control_update="mean_change",
-                 evaluate_on=None, standardise=None):
-        self.n_rounds = n_rounds
-        self.lr = lr
-        self.local_epochs = local_epochs
-        self.batch_size = batch_size
-        self.C = C
+                 rng_streams="shared", evaluate_on=None, standardise=None):
+        super().__init__(n_rounds, lr, local_epochs, batch_size, C, model, random_state,
+                         rng_streams, evaluate_on, standardise)
         self.server_lr = server_lr
-        self.model = model
-        self.random_state = random_state
         self.control_update = control_update
-        self.evaluate_on = evaluate_on
-        self.standardise = standardise
 
-    def _validate_params(self):
-        super()._validate_params()
+    def _check_params(self):
+        super()._check_params()
         check_real(self.server_lr, "server_lr", low=0.0, low_open=True)
         check_choice(self.control_update, "control_update", CONTROL_UPDATES)
 
@@ -82,7 +76,7 @@ class Scaffold(FederatedAlgorithm):
     def _round(self, r):
         w, c = self.coef_, self.control_
         K = self.n_clients_
-        step = self.lr / (1.0 - self._learner.momentum)
+        step = self.lr / (1.0 - self.learner_.momentum)
         local = np.empty((K, w.size))
         new_controls = np.empty_like(self.client_controls_)
         for k in range(K):

@@ -1,11 +1,18 @@
 """FedTopo: topology-guided block screening, topological embeddings and the
-topological alignment loss with adaptive weighting (torch)."""
+topological alignment loss with adaptive weighting (torch).
 
-from .algorithm import FedTopo
-from .analysis import projection_spread, snapshot_barcodes, snapshot_projection, tal_step_time
-from .embedding import TopologicalEmbedding, persistence_image
-from .schedules import SCHEDULES, AlphaSchedule, calibrate_loss_range, imbalance_floor
-from .screening import TGBS_METRICS, TopologyGuidedBlockScreening, sample_pairs
+Needs the ``deep`` extra (``pip install 'topofl[deep]'``). Importing
+:mod:`topofl_lib.fedtopo.algorithm` registers the ``"FedTopo"`` method, which
+:func:`topofl_lib.federated.make_method` also finds through its entry point.
+Attributes load on first use.
+"""
+
+from .._lazy import attach
+from ..core.optional import require
+
+require("torch", "topofl_lib.fedtopo")
+
+from . import algorithm as _algorithm  # noqa: E402, F401  registers "FedTopo" on import
 
 __all__ = [
     "SCHEDULES",
@@ -23,3 +30,12 @@ __all__ = [
     "snapshot_projection",
     "tal_step_time",
 ]
+
+__getattr__, __dir__ = attach(__name__, {
+    ".algorithm": ["FedTopo"],
+    ".analysis": ["projection_spread", "snapshot_barcodes", "snapshot_projection",
+                  "tal_step_time"],
+    ".embedding": ["TopologicalEmbedding", "persistence_image"],
+    ".schedules": ["SCHEDULES", "AlphaSchedule", "calibrate_loss_range", "imbalance_floor"],
+    ".screening": ["TGBS_METRICS", "TopologyGuidedBlockScreening", "sample_pairs"],
+})

@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_bool, check_choice, check_int
+from ..core.registry import register_method
 from ..federated.fedavg import FedAvg
 from ..topology.cubical import CUBICAL_BACKENDS
 from .embedding import TopologicalEmbedding
@@ -42,12 +43,13 @@ from .schedules import AlphaSchedule, imbalance_floor
 __all__ = ["FedTopo"]
 
 
+@register_method
 class FedTopo(FedAvg):
     """Topology-aware federated learning (FedTopo).
 
     Parameters
     ----------
-    n_rounds, lr, local_epochs, batch_size, C, random_state
+    n_rounds, lr, local_epochs, batch_size, C, random_state, rng_streams
         As in :class:`~topofl_lib.federated.FederatedAlgorithm` (FedTopo's protocol:
         lr 0.01, 5 local epochs, batch 32, SGD momentum 0.9 set on the model).
     model : TorchModel
@@ -86,8 +88,9 @@ class FedTopo(FedAvg):
     def __init__(self, n_rounds=5, lr=0.01, local_epochs=5, batch_size=32, C=1.0,
                  model=None, block="conv1", tal=True, schedule=None, tal_samples=64,
                  tal_batch=32, tal_every=1, resolution=8, backend="auto",
-                 record_rounds=(), random_state=None):
-        super().__init__(n_rounds, lr, local_epochs, batch_size, C, model, random_state)
+                 record_rounds=(), random_state=None, rng_streams="shared"):
+        super().__init__(n_rounds, lr, local_epochs, batch_size, C, model, random_state,
+                         rng_streams)
         self.block = block
         self.tal = tal
         self.schedule = schedule
@@ -98,8 +101,8 @@ class FedTopo(FedAvg):
         self.backend = backend
         self.record_rounds = record_rounds
 
-    def _validate_params(self):
-        super()._validate_params()
+    def _check_params(self):
+        super()._check_params()
         if self.model is None:
             raise ValueError("FedTopo needs a network: pass model=TorchModel(...)")
         check_bool(self.tal, "tal")
@@ -116,11 +119,11 @@ class FedTopo(FedAvg):
             check_int(r, "record_rounds entry", low=1, high=self.n_rounds)
 
     def _prepare(self, scenario):
-        net = self._learner.net
+        net = self.learner_.net
         if self.block not in net.block_names:
             raise ValueError(f"unknown block {self.block!r}; this model has {net.block_names}")
         schedule = (self.schedule if self.schedule is not None else AlphaSchedule()).validate()
-        C = self._learner.n_classes
+        C = self.learner_.n_classes
         self.alpha_floor_ = np.array([
             imbalance_floor(np.bincount(c.y_train, minlength=C), schedule.alpha_init)
             for c in scenario.clients])
@@ -149,14 +152,14 @@ class FedTopo(FedAvg):
         idx = np.sort(self._rng.choice(n, size=m, replace=False))
         X = self._data[k][0][torch.as_tensor(idx)]
         with torch.no_grad():
-            acts = self._learner.block_output(w0, X, self.block)
+            acts = self.learner_.block_output(w0, X, self.block)
             te = TopologicalEmbedding(self.resolution, backend=self.backend).fit(acts)
             t_global = te.embed(acts)
         self._tal = {"X": X, "t_global": t_global, "te": te, "pos": 0, "step": 0,
                      "steps_per_epoch": -(-n // self.batch_size)}
 
     def _gradient(self, k):
-        learner, data = self._learner, self._data[k]
+        learner, data = self.learner_, self._data[k]
         if not self.tal:
             return lambda w, idx: learner.gradient(w, data, idx)
         state, ctx, r = self._states[k], self._tal, self._r

@@ -44,7 +44,7 @@ def snapshot_projection(est, X, rounds, features: str = "block") -> pd.DataFrame
     """
     import torch
 
-    learner = est._learner
+    learner = est.learner_
     rows = []
     for r in rounds:
         feats, names = [], []
@@ -84,7 +84,7 @@ def snapshot_barcodes(est, x, rounds, channel: int = 0) -> pd.DataFrame:
     """
     import torch
 
-    learner = est._learner
+    learner = est.learner_
     rows = []
     for r in rounds:
         for name, w in _snapshot_models(est, r):

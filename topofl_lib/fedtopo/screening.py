@@ -27,6 +27,7 @@ from sklearn.base import BaseEstimator
 from sklearn.decomposition import PCA
 
 from .._validation import check_choice, check_int, check_random_state
+from ..core.seeds import draw_seed
 from ..federated.metrics import roc_auc
 from ..topology.cubical import CUBICAL_BACKENDS
 from .embedding import TopologicalEmbedding
@@ -68,7 +69,7 @@ def _reduce_channels(acts: np.ndarray, n_components: int, rng) -> np.ndarray:
     if C <= n_components:
         return acts
     pixels = acts.transpose(0, 2, 3, 1).reshape(-1, C)
-    pca = PCA(n_components=n_components, random_state=int(rng.integers(2**31 - 1)))
+    pca = PCA(n_components=n_components, random_state=draw_seed(rng))
     z = pca.fit_transform(pixels)
     return z.reshape(n, H, W, n_components).transpose(0, 3, 1, 2)
 

@@ -3,16 +3,21 @@
 ``pip install -e .[flower]`` installs Flower. :mod:`~topofl_lib.flower.server_app` and
 :mod:`~topofl_lib.flower.client_app` are the Flower App (its ``app/pyproject.toml``
 names them); :class:`~topofl_lib.flower.federation.LocalFederation` starts a
-SuperLink and one SuperNode per client on this machine and runs it.
+SuperLink (:mod:`~topofl_lib.flower.superlink`) and one SuperNode per client
+(:mod:`~topofl_lib.flower.node`) on this machine, secured with the credentials of
+:mod:`~topofl_lib.flower.security`, and runs it; :mod:`~topofl_lib.flower.waits` holds
+the waits of Flower 1.41 it shortens. :mod:`~topofl_lib.flower.cli` is ``python -m
+topofl_lib flower``. Names are imported on first use, so the ClientApp's process
+imports only the ClientApp.
 """
 
-from .federation import (
-    FLOWER_METHODS,
-    LocalFederation,
-    app_dir,
-    in_process_reference,
-    write_partitions,
-)
+from .._lazy import attach
 
-__all__ = ["FLOWER_METHODS", "LocalFederation", "app_dir", "in_process_reference",
-           "write_partitions"]
+__getattr__, __dir__ = attach(__name__, {
+    ".federation": ["FLOWER_METHODS", "LocalFederation", "app_dir", "in_process_reference",
+                    "write_partitions"],
+    ".security": ["TLSFiles", "make_node_key", "make_tls"],
+})
+
+__all__ = ["FLOWER_METHODS", "LocalFederation", "TLSFiles", "app_dir", "in_process_reference",
+           "make_node_key", "make_tls", "write_partitions"]

@@ -5,9 +5,10 @@ and holds only that client's data (``X_train, y_train, X_test, y_test``, written
 :func:`topofl_lib.flower.write_partitions`). Everything the client computes is
 ``topofl_lib``'s client code:
 
-* ``query``: its partition id, size and number of features, and for pTopoFL its 48-dim
-  descriptor (:func:`~topofl_lib.topology.client_topology` on an ``n-sub`` subsample
-  drawn with its own seed), sent as a MetricRecord;
+* ``query``: its partition id, size, number of features and model width (the learner's
+  parameter count on its features, after pTopoFL's augmentation when on), and for
+  pTopoFL its descriptor (:func:`~topofl_lib.topology.client_topology` on an ``n-sub``
+  subsample drawn with its own seed), sent as a MetricRecord;
 * ``train``: local SGD (:func:`~topofl_lib.federated.local.local_sgd` on the logistic
   learner, FedProx's proximal term when ``proximal-mu`` > 0) from the model the server
   sent, on its features (with pTopoFL's Sec. 3.2 augmentation when ``augment``); with
@@ -18,20 +19,38 @@ Random numbers: the client's generator is :func:`~topofl_lib.federated.client_st
 of ``(seed, partition-id)``, advanced by replaying the draws of earlier rounds, so the
 client is stateless across messages (a restarted node continues the same stream) and
 draws exactly what the in-process engine with ``rng_streams="per_client"`` draws.
+
+Imports: only what the learner needs (numpy, scipy, ripser and Flower); no
+scikit-learn, pandas, plotly or torch.
+
+Timing (``timing`` run config): a training reply also carries when the message reached
+the SuperNode, when this process started, when this module was imported, and when the
+local work began and ended (wall-clock seconds), for the per-phase breakdown of a round.
+
+Fault injection, for testing the server's checks: the node-config entry ``fault`` makes
+training replies malformed: ``"nan"`` (NaN in the model), ``"length"`` (one parameter
+too many) or ``"descriptor"`` (a descriptor one entry short); ``fault-round`` (default:
+every round) limits it to one round.
 """
 
 from __future__ import annotations
+
+import os
+import time
 
 import numpy as np
 from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
-from ..federated.base import client_streams
-from ..federated.local import LogisticLearner, local_sgd
-from ..federated.ptopofl import augment_features, augmentation_stats
+from ..federated.augmentation import augment_features, augmentation_stats
+from ..federated.local import LogisticLearner, client_streams, local_sgd
 from ..topology.descriptor import client_topology
+from .node import RECEIVED_AT
 
 app = ClientApp()
+
+#: Values of the ``fault`` node-config entry.
+FAULTS = ("nan", "length", "descriptor")
 
 
 def _load(context: Context) -> tuple[int, dict]:
@@ -46,27 +65,72 @@ def _topology(data: dict, seed: int, pid: int, n_sub: int):
                            random_state=client_streams(seed, pid)[1])
 
 
-def _features(data: dict, X: np.ndarray, cfg, seed: int, pid: int) -> np.ndarray:
+def _features(data: dict, X: np.ndarray, cfg, seed: int, pid: int, topology=None):
     if not bool(cfg["augment"]):
         return X
-    stats = augmentation_stats(data["X_train"], _topology(data, seed, pid, int(cfg["n-sub"])))
-    return augment_features(X, stats)
+    topology = _topology(data, seed, pid, int(cfg["n-sub"])) if topology is None else topology
+    return augment_features(X, augmentation_stats(data["X_train"], topology))
+
+
+def _process_start() -> float:
+    """Wall-clock time this process started (Linux ``/proc``; NaN elsewhere)."""
+    try:
+        with open("/proc/self/stat") as f:
+            ticks = float(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+    except (OSError, IndexError, ValueError):  # pragma: no cover - not Linux
+        return float("nan")
+    return time.time() - (uptime - ticks / os.sysconf("SC_CLK_TCK"))
+
+
+def _timing(t_start: float) -> dict:
+    """Per-phase timestamps of this message (``timing`` run config).
+
+    ``t-delivered`` is when the SuperNode stored the message (set by
+    :mod:`~topofl_lib.flower.node`'s executor; NaN under another executor).
+    """
+    return {"t-delivered": float(os.environ.get(RECEIVED_AT, "nan")),
+            "t-process": _process_start(), "t-imported": _IMPORTED_AT, "t-start": t_start,
+            "t-end": time.time()}
+
+
+def _inject_fault(context: Context, rnd: int, w: np.ndarray, metrics: MetricRecord):
+    """Corrupt this reply as the node-config's ``fault`` says (testing only)."""
+    fault = context.node_config.get("fault")
+    if fault is None or int(context.node_config.get("fault-round", rnd)) != rnd:
+        return w
+    if fault not in FAULTS:
+        raise ValueError(f"unknown fault {fault!r}; expected one of {list(FAULTS)}")
+    if fault == "nan":
+        w = w.copy()
+        w[0] = np.nan
+    elif fault == "length":
+        w = np.append(w, 0.0)
+    elif "descriptor" in metrics:
+        metrics["descriptor"] = list(metrics["descriptor"])[:-1]
+    return w
 
 
 @app.query()
 def query(msg: Message, context: Context) -> Message:
     pid, data = _load(context)
     cfg = msg.content["config"]
+    seed = int(cfg["seed"])
+    topology = _topology(data, seed, pid, int(cfg["n-sub"])) if bool(cfg["descriptor"]) else None
+    X = _features(data, data["X_train"][:1], cfg, seed, pid, topology)
+    learner = LogisticLearner(float(cfg["C"]))
+    width = learner.init_params(learner.client_data(X, data["y_train"][:1])).size
     metrics = MetricRecord({"partition-id": pid, "num-examples": int(data["y_train"].size),
-                            "n-features": int(data["X_train"].shape[1])})
-    if bool(cfg["descriptor"]):  # only pTopoFL's server asks for it
-        phi = _topology(data, int(cfg["seed"]), pid, int(cfg["n-sub"]))[0]
-        metrics["descriptor"] = [float(v) for v in phi]
+                            "n-features": int(data["X_train"].shape[1]), "n-params": int(width)})
+    if topology is not None:  # only pTopoFL's server asks for it
+        metrics["descriptor"] = [float(v) for v in topology[0]]
     return Message(RecordDict({"metrics": metrics}), reply_to=msg)
 
 
 @app.train()
 def train(msg: Message, context: Context) -> Message:
+    t_start = time.time()
     pid, data = _load(context)
     cfg = msg.content["config"]
     seed, rnd = int(cfg["seed"]), int(cfg["server-round"])
@@ -74,17 +138,23 @@ def train(msg: Message, context: Context) -> Message:
     rng = client_streams(seed, pid)[0]
     for _ in range((rnd - 1) * epochs):  # replay earlier rounds' mini-batch orders
         rng.permutation(n)
+    track = bool(cfg["descriptor"]) and bool(cfg["track-signatures"])  # Sec. 3.5 signature
+    topology = (_topology(data, seed, pid, int(cfg["n-sub"]))
+                if track or bool(cfg["augment"]) else None)  # computed once per message
     learner = LogisticLearner(float(cfg["C"]))
-    xy = learner.client_data(_features(data, data["X_train"], cfg, seed, pid), data["y_train"])
+    xy = learner.client_data(_features(data, data["X_train"], cfg, seed, pid, topology),
+                             data["y_train"])
     w0 = msg.content["arrays"].to_numpy_ndarrays()[0]
     mu = float(cfg["proximal-mu"])
     extra = (lambda w: mu * (w - w0)) if mu > 0 else None
     w, _ = local_sgd(w0, lambda w, idx: learner.gradient(w, xy, idx), n, lr=float(cfg["lr"]),
                      epochs=epochs, batch_size=int(cfg["batch-size"]), rng=rng, extra=extra)
     metrics = MetricRecord({"num-examples": n, "partition-id": pid})
-    if bool(cfg["descriptor"]) and bool(cfg["track-signatures"]):  # Sec. 3.5 signature
-        phi = _topology(data, seed, pid, int(cfg["n-sub"]))[0]
-        metrics["descriptor"] = [float(v) for v in phi]
+    if track:
+        metrics["descriptor"] = [float(v) for v in topology[0]]
+    w = _inject_fault(context, rnd, w, metrics)
+    if bool(cfg.get("timing", False)):
+        metrics.update(_timing(t_start))
     return Message(RecordDict({"arrays": ArrayRecord([w]), "metrics": metrics}), reply_to=msg)
 
 
@@ -98,3 +168,6 @@ def evaluate(msg: Message, context: Context) -> Message:
     metrics = MetricRecord({"auc": float(auc), "accuracy": float(acc), "partition-id": pid,
                             "num-examples": int(data["y_test"].size)})
     return Message(RecordDict({"metrics": metrics}), reply_to=msg)
+
+
+_IMPORTED_AT = time.time()

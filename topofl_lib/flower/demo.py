@@ -1,9 +1,11 @@
 """``python -m topofl_lib flower``: the healthcare scenario on a real local federation.
 
-Writes one data file per hospital, starts a SuperLink and eight SuperNodes on
-127.0.0.1, runs the chosen method for the chosen rounds, runs the in-process engine on
-the same data and seed, prints both per-client AUC columns, the round times and what
-travelled over the wire, and stops every process it started.
+Checks its arguments, writes one data file per hospital, starts a SuperLink and eight
+SuperNodes on 127.0.0.1 (secure unless ``secure=False``: see
+:class:`~topofl_lib.flower.LocalFederation`), runs the chosen method for the chosen
+rounds, runs the in-process engine on the same data and seed, prints both per-client
+AUC columns, the round times and what travelled over the wire, and stops every process
+it started.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._validation import check_choice, check_int
 from ..data.scenarios import make_healthcare
 from .federation import FLOWER_METHODS, LocalFederation, in_process_reference, write_partitions
 
@@ -20,10 +23,11 @@ __all__ = ["flower_demo"]
 
 
 def flower_demo(method: str = "pTopoFL", rounds: int = 15, seed: int = 0,
-                workdir="build/flower") -> dict:
+                workdir="build/flower", secure: bool = True) -> dict:
     """Run the demo (see the module docstring); returns the Flower run's results."""
-    if method not in FLOWER_METHODS:
-        raise ValueError(f"unknown method {method!r}; expected one of {list(FLOWER_METHODS)}")
+    check_choice(method, "method", FLOWER_METHODS)
+    check_int(rounds, "rounds", low=1)
+    check_int(seed, "seed", low=0)
     workdir = Path(workdir)
     scenario = make_healthcare(random_state=seed)
     paths = write_partitions(scenario, workdir / "clients")
@@ -32,12 +36,13 @@ def flower_demo(method: str = "pTopoFL", rounds: int = 15, seed: int = 0,
     ref = in_process_reference(scenario, method, **cfg)
     t_ref = time.perf_counter() - t0
     print(f"in-process engine: {rounds} rounds in {t_ref:.2f} s")
-    print(f"starting a SuperLink and {len(paths)} SuperNodes (logs in {workdir}) ...")
-    with LocalFederation(paths, workdir) as fed:
+    mode = "TLS, registered SuperNode keys" if secure else "INSECURE"
+    print(f"starting a SuperLink and {len(paths)} SuperNodes ({mode}; logs in {workdir}) ...")
+    with LocalFederation(paths, workdir, secure=secure) as fed:
         res = fed.run(method, timeout=3600, method=method, **cfg)
     times = [r["seconds"] for r in res["rounds"]]
     print(f"Flower: {rounds} rounds in {res['seconds']:.1f} s (median training round "
-          f"{np.median(times):.1f} s; clients evaluate every 5th round and the last)")
+          f"{np.median(times):.2f} s; clients evaluate every 5th round and the last)")
     scores = res["rounds"][-1]["scores"]
     print("client  adversarial  AUC (Flower)  AUC (in-process)")
     final = ref.history_["client_auc"][-1]

@@ -1,22 +1,37 @@
 """Start a real Flower federation on this machine, run pTopoFL on it, stop everything.
 
 :class:`LocalFederation` starts one SuperLink and one SuperNode per client as separate
-processes on 127.0.0.1 (``flower-superlink --insecure``, ``flower-supernode
---insecure``; no Ray, no simulation engine), each SuperNode holding one client's data
-file, and submits the Flower App of :mod:`topofl_lib.flower` with ``flwr run``. Ports
-are free ones picked at start, and all Flower state (installed app bundles, the CLI's
-connection config) lives in the federation's work folder (``FLWR_HOME``). Every process
-it started is stopped on :meth:`~LocalFederation.stop`, which the context manager calls
-also when something fails.
+processes on 127.0.0.1 (no Ray, no simulation engine), each SuperNode holding one
+client's data file, and submits the Flower App of :mod:`topofl_lib.flower` with
+``flwr run``. By default the federation is secure:
+
+* a certificate authority and the SuperLink's TLS certificate are made at start
+  (:func:`~topofl_lib.flower.security.make_tls`); the SuperLink serves all its APIs over
+  TLS, and the SuperNodes and the ``flwr`` CLI trust only that CA;
+* the SuperLink runs with ``--enable-supernode-auth``: each SuperNode has its own key
+  pair (:func:`~topofl_lib.flower.security.make_node_key`), its public key is registered
+  with ``flwr supernode register`` before it starts, and a node whose key is not
+  registered is refused.
+
+``secure=False`` runs everything with ``--insecure`` (plain HTTP; any process that can
+reach the port may join). The SuperLink is Flower's (:mod:`topofl_lib.flower.superlink`
+starts it with its imports frozen for the garbage collector); each SuperNode is
+:mod:`topofl_lib.flower.node` (Flower's SuperNode with ``--isolation process`` and a
+long-lived ClientApp executor), forked from one process that has imported Flower and the
+ClientApp once (a zygote). Ports are free ones picked at start; all Flower state lives
+in the federation's work folder (``FLWR_HOME`` of the SuperLink and CLI, one per
+SuperNode). Every process it started is stopped on :meth:`~LocalFederation.stop`, which
+the context manager calls also when something fails; the nodes also die with the zygote,
+and the zygote ends when the federation's process does.
 
 :func:`in_process_reference` runs the same method on the same data with the in-process
 engine (``rng_streams="per_client"``), for the parity check.
 """
-
 from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -24,24 +39,38 @@ import sys
 import time
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._validation import check_choice, check_int
-from ..data.scenarios import FederatedScenario
+from .._validation import check_choice, check_int, check_real
 
-__all__ = ["FLOWER_METHODS", "LocalFederation", "in_process_reference", "write_partitions"]
+if TYPE_CHECKING:
+    from ..data.scenarios import FederatedScenario
+
+__all__ = ["FLOWER_METHODS", "LocalFederation", "default_run_config", "in_process_reference",
+           "write_partitions"]
 
 #: Methods the Flower app runs.
 FLOWER_METHODS = ("pTopoFL", "FedAvg", "FedProx")
 
-#: Run configuration of the app and its defaults (the paper's Table 3 settings).
-DEFAULT_RUN_CONFIG = {"method": "pTopoFL", "num-rounds": 15, "seed": 0, "lr": 0.1,
-                      "local-epochs": 2, "batch-size": 32, "C": 1.0, "n-clusters": 2,
-                      "beta": 0.3, "tau": 2.0, "mu": 0.1, "n-sub": 80, "augment": True,
-                      "min-nodes": 1, "round-timeout": 60.0, "eval-every": 1,
-                      "track-signatures": True,
-                      "results-path": ""}
+def default_run_config() -> dict:
+    """The app's run configuration and its defaults (the paper's Table 3 settings).
+
+    Read from ``[tool.flwr.app.config]`` of the app's ``pyproject.toml``, the one place
+    they are written.
+    """
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: Flower's own dependency
+        import tomli as tomllib
+    with open(app_dir() / "pyproject.toml", "rb") as fh:
+        return dict(tomllib.load(fh)["tool"]["flwr"]["app"]["config"])
+
+
+#: Seconds between two attempts to restart a SuperNode that the SuperLink still takes for
+#: online (after a crash it is offline within two heartbeats, 20 s).
+RESTART_WAIT = 4.0
 
 
 def write_partitions(scenario: FederatedScenario, folder) -> list[Path]:
@@ -69,7 +98,27 @@ def _toml(value) -> str:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
+    """A port free on 127.0.0.1 now, outside the range of outgoing connections' ports.
+
+    Ports the kernel gives outgoing connections (``ip_local_port_range``) are avoided: a
+    federation opens many connections, and one could take a port picked for a server
+    between the pick and the bind.
+    """
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as fh:
+            low, high = map(int, fh.read().split())
+    except (OSError, ValueError):  # pragma: no cover - not Linux
+        low, high = 32768, 60999
+    candidates = range(1024, low) if low > 11024 else range(high + 1, 65536)
+    rng = random.Random()
+    for port in rng.sample(candidates, min(200, len(candidates))):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # pragma: no cover - all tried are taken
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
@@ -82,90 +131,220 @@ class LocalFederation:
     data_paths : list of path
         One client data file per SuperNode (:func:`write_partitions`).
     workdir : path
-        Logs, ``FLWR_HOME`` and results go here.
+        Logs, credentials, ``FLWR_HOME`` folders and results go here.
+    secure : bool, default=True
+        TLS with a CA made at start and SuperNode authentication with registered keys;
+        ``False`` runs everything with ``--insecure``.
+    node_config : dict, optional
+        Extra ``--node-config`` entries per client index, e.g. ``{3: {"fault": "nan"}}``
+        (see :mod:`~topofl_lib.flower.client_app`).
+    idle_max : float, default=2.0
+        Longest wait (s) of a SuperNode between two empty pulls from the SuperLink
+        (:mod:`~topofl_lib.flower.node`).
     """
 
-    def __init__(self, data_paths, workdir):
+    def __init__(self, data_paths, workdir, *, secure: bool = True, node_config=None,
+                 idle_max: float = 2.0):
         self.data_paths = [Path(p).resolve() for p in data_paths]
         if not self.data_paths:
             raise ValueError("data_paths is empty: a federation needs at least one client")
+        missing = [str(p) for p in self.data_paths if not p.is_file()]
+        if missing:
+            raise ValueError(f"data_paths: no such file {missing[0]!r}")
+        self.node_config = {check_int(k, "node_config key", low=0,
+                                      high=len(self.data_paths) - 1): dict(v)
+                            for k, v in (node_config or {}).items()}
+        self.idle_max = check_real(idle_max, "idle_max", low=0.02)
+        self.secure = bool(secure)
         self.workdir = Path(workdir).resolve()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.bin = Path(sys.executable).parent
         self.home = self.workdir / "flwr-home"
         self.home.mkdir(exist_ok=True)
+        self.credentials = self.workdir / "credentials"
         self.env = {**os.environ, "FLWR_HOME": str(self.home), "FLWR_TELEMETRY_ENABLED": "0",
+                    "FLWR_DISABLE_UPDATE_CHECK": "1",
                     "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}"}
         self.superlink: subprocess.Popen | None = None
-        self.nodes: dict[int, subprocess.Popen] = {}
+        self.nodes: dict[int, NodeProcess] = {}
+        self.processes: list = []  # everything started (Popen or NodeProcess), for stop()
+        self._zygote: _Zygote | None = None
+        self.tls = None
         self.port = None
+        self._node_args: dict[int, list[str]] = {}   # each node's flower-supernode args
+        self._node_config: dict[int, dict] = {}      # extra node config of its last start
+        self._log_offset: dict[int, int] = {}        # where its current log begins
 
     # -- processes ---------------------------------------------------------------------
-    def _spawn(self, args, log_name: str) -> subprocess.Popen:
+    def _spawn(self, args, log_name: str, env=None) -> subprocess.Popen:
         log = open(self.workdir / log_name, "ab")  # the child keeps it open
-        return subprocess.Popen(args, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True, cwd=self.workdir)
+        try:
+            proc = subprocess.Popen(args, env=env or self.env, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True,
+                                    cwd=self.workdir)
+        finally:
+            log.close()
+        self.processes.append(proc)
+        return proc
 
-    def start(self, wait: float = 60.0) -> LocalFederation:
-        """Start the SuperLink and every SuperNode; wait until the nodes are connected."""
-        self.port = _free_port()
-        (self.home / "config.toml").write_text(
-            f'[superlink]\ndefault = "local"\n\n[superlink.local]\n'
-            f'address = "127.0.0.1:{self.port}"\ninsecure = true\n')
-        self.superlink = self._spawn(
-            [str(self.bin / "flower-superlink"), "--insecure", "--host", "127.0.0.1",
-             "--port", str(self.port)],  # no --database: the state stays in memory
-            "superlink.log")
-        deadline = time.monotonic() + wait
-        while not self._listening(self.port):
-            if time.monotonic() > deadline or self.superlink.poll() is not None:
-                self.stop()
-                raise RuntimeError("the SuperLink did not start; see "
-                                   f"{self.workdir / 'superlink.log'}")
-            time.sleep(0.2)
-        for k in range(len(self.data_paths)):
-            self.start_node(k)
-        time.sleep(2.0)
+    def start(self, wait: float = 120.0) -> LocalFederation:
+        """Start the SuperLink and every SuperNode; wait until every node is connected."""
+        try:
+            log = open(self.workdir / "zygote.log", "ab")
+            try:  # imports Flower and the ClientApp while the SuperLink starts
+                self._zygote = _Zygote(self.env, self.workdir, log)
+            finally:
+                log.close()
+            self._start_superlink(wait)
+            if self.secure:
+                self.register([self.node_key(k)[1] for k in range(len(self.data_paths))])
+            for k in range(len(self.data_paths)):
+                self.start_node(k, wait=0)
+            deadline = time.monotonic() + wait
+            for k in range(len(self.data_paths)):
+                self.wait_node(k, max(deadline - time.monotonic(), 1.0))
+        except BaseException:
+            self.stop()
+            raise
         return self
 
-    @staticmethod
-    def _listening(port: int) -> bool:
-        with socket.socket() as s:
-            return s.connect_ex(("127.0.0.1", port)) == 0
+    def _start_superlink(self, wait: float) -> None:
+        self.port = _free_port()
+        address = f"127.0.0.1:{self.port}"
+        if self.secure:
+            from .security import make_tls  # needs cryptography (the flower extra)
 
-    def start_node(self, k: int) -> None:
-        """(Re)start the SuperNode of client ``k``."""
+            self.tls = make_tls(self.credentials)
+            tls_args = ["--ssl-ca-certfile", str(self.tls.ca), "--ssl-certfile",
+                        str(self.tls.cert), "--ssl-keyfile", str(self.tls.key),
+                        "--enable-supernode-auth"]
+            connection = f'root-certificates = "{self.tls.ca}"'
+        else:
+            tls_args, connection = ["--insecure"], "insecure = true"
+        (self.home / "config.toml").write_text(
+            f'[superlink]\ndefault = "local"\n\n[superlink.local]\n'
+            f'address = "{address}"\n{connection}\n')
+        self.superlink = self._spawn(
+            [sys.executable, "-m", "topofl_lib.flower.superlink", "--host", "127.0.0.1", "--port",
+             str(self.port), "--disable-runtime-dependency-installation", *tls_args],
+            "superlink.log")  # no --database: the state stays in memory
+        deadline = time.monotonic() + wait
+        while not _listening(self.port):
+            if time.monotonic() > deadline or self.superlink.poll() is not None:
+                raise RuntimeError("the SuperLink did not start; see "
+                                   f"{self.workdir / 'superlink.log'}")
+            time.sleep(0.1)
+
+    def node_key(self, k: int) -> tuple[Path, Path]:
+        """Client ``k``'s SuperNode key pair (made on first use; secure mode)."""
         check_int(k, "k", low=0, high=len(self.data_paths) - 1)
-        self.nodes[k] = self._spawn(
-            [str(self.bin / "flower-supernode"), "--insecure", "--superlink",
-             f"127.0.0.1:{self.port}", "--port", str(_free_port()), "--node-config",
-             f'partition-id={k} data-path="{self.data_paths[k]}"'],
-            f"supernode_{k}.log")
+        private, public = self.credentials / f"node_{k}.key", self.credentials / f"node_{k}.pub"
+        if not private.exists():
+            from .security import make_node_key
+
+            make_node_key(self.credentials, f"node_{k}")
+        return private, public
+
+    def register(self, public_keys) -> None:
+        """Register SuperNode public keys with ``flwr supernode register``."""
+        log = self.workdir / "register.log"
+        with open(log, "ab") as fh:
+            rc = subprocess.run([sys.executable, "-m", "topofl_lib.flower.security",
+                                 "register", *map(str, public_keys)], env=self.env,
+                                stdout=fh, stderr=subprocess.STDOUT, timeout=300,
+                                cwd=self.workdir).returncode
+        if rc != 0:
+            raise RuntimeError(f"flwr supernode register failed; see {log}")
+
+    def node_args(self, k: int, private_key=None, **node_config) -> list[str]:
+        """The ``flower-supernode`` arguments of client ``k``'s SuperNode."""
+        check_int(k, "k", low=0, high=len(self.data_paths) - 1)
+        folder = self.workdir / "nodes" / str(k)
+        folder.mkdir(parents=True, exist_ok=True)
+        secret = folder / "superexec.secret"
+        if not secret.exists():
+            secret.write_bytes(os.urandom(32).hex().encode())
+            secret.chmod(0o600)
+        config = {"partition-id": k, "data-path": str(self.data_paths[k]),
+                  **self.node_config.get(k, {}), **node_config}
+        args = ["--superlink", f"127.0.0.1:{self.port}", "--isolation", "process",
+                "--host", "127.0.0.1", "--port", str(_free_port()),
+                "--superexec-auth-secret-file", str(secret),
+                "--node-config", " ".join(f"{key}={_toml(v)}" for key, v in config.items())]
+        if not self.secure:
+            return [*args, "--insecure"]
+        private_key = self.node_key(k)[0] if private_key is None else private_key
+        return [*args, "--root-certificates", str(self.tls.ca),
+                "--auth-supernode-private-key", str(private_key)]
+
+    def spawn_node(self, k: int, args, log_name: str) -> NodeProcess:
+        """Start a SuperNode (:mod:`~topofl_lib.flower.node`) for client ``k`` with
+        ``flower-supernode`` ``args``, logging to ``log_name``."""
+        if self._zygote is None:
+            raise RuntimeError("start the federation before its SuperNodes")
+        env = {"FLWR_HOME": str(self.workdir / "nodes" / str(k) / "flwr-home")}
+        proc = self._zygote.fork(["--idle-max", str(self.idle_max), "--", *args],
+                                 self.workdir / log_name, env, self.workdir)
+        self.processes.append(proc)
+        return proc
+
+    def start_node(self, k: int, wait: float = 120.0, **node_config) -> None:
+        """(Re)start the SuperNode of client ``k``; wait until it is connected.
+
+        A node restarted after a crash can rejoin with its key once the SuperLink has
+        taken it for offline (at most two heartbeats, 20 s): until then its start is
+        refused and is retried here.
+        """
+        self.kill_node(k)
+        log = self.workdir / f"supernode_{k}.log"
+        self._log_offset[k] = log.stat().st_size if log.exists() else 0
+        self._node_config[k] = node_config
+        self._node_args[k] = self.node_args(k, **node_config)
+        self.nodes[k] = self.spawn_node(k, self._node_args[k], log.name)
+        if wait > 0:
+            self.wait_node(k, wait)
+
+    def wait_node(self, k: int, timeout: float = 120.0) -> int:
+        """Wait until client ``k``'s SuperNode is connected; returns its node id."""
+        log = self.workdir / f"supernode_{k}.log"
+        deadline = time.monotonic() + timeout
+        while True:
+            with open(log, "rb") as fh:
+                fh.seek(self._log_offset[k])
+                text = fh.read().decode(errors="ignore")
+            if "SuperNode ID: " in text:
+                return int(text.split("SuperNode ID: ", 1)[1].split()[0])
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"SuperNode {k} did not connect within {timeout:.0f} s; "
+                                   f"see {log}")
+            if self.nodes[k].poll() is not None:
+                if "address already in use" in text:  # its Runtime API port was taken
+                    self._node_args[k] = self.node_args(k, **self._node_config[k])
+                elif "Failed to initialize the connection" in text:
+                    time.sleep(RESTART_WAIT)  # refused: not yet offline after a crash
+                else:
+                    raise RuntimeError(f"SuperNode {k} stopped; see {log}")
+                self._log_offset[k] = log.stat().st_size
+                self.nodes[k] = self.spawn_node(k, self._node_args[k], log.name)
+            time.sleep(0.1)
 
     def kill_node(self, k: int) -> None:
-        """Kill client ``k``'s SuperNode (and its ClientApp processes) at once."""
+        """Kill client ``k``'s SuperNode (and its executor and ClientApps) at once."""
         proc = self.nodes.get(k)
-        if proc is not None and proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        if proc is not None:
+            _end_group(proc, signal.SIGKILL)
 
     def stop(self) -> None:
-        """Stop every process this federation started."""
-        procs = [*self.nodes.values(), self.superlink]
+        """Stop every process this federation started (and their process groups)."""
+        procs = self.processes[::-1]  # runs and nodes before the SuperLink
         for proc in procs:
-            if proc is not None and proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGTERM)
-                except ProcessLookupError:  # pragma: no cover - already gone
-                    pass
+            if proc.returncode is None:
+                _signal_group(proc, signal.SIGTERM)
+        deadline = time.monotonic() + 10
         for proc in procs:
-            if proc is None:
-                continue
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            _end_group(proc, signal.SIGTERM, max(deadline - time.monotonic(), 0.0))
+        if self._zygote is not None:
+            self._zygote.close()  # also ends any node it still holds
 
     def __enter__(self) -> LocalFederation:
         return self.start()
@@ -176,13 +355,14 @@ class LocalFederation:
     # -- runs ----------------------------------------------------------------------------
     def submit(self, name: str = "run", **run_config) -> tuple[subprocess.Popen, Path]:
         """Submit the app with ``flwr run --stream``; returns the process and results path."""
-        cfg = {**DEFAULT_RUN_CONFIG, **run_config,
-               "results-path": str(self.workdir / f"{name}.json")}
+        defaults = default_run_config()
+        cfg = {**defaults, **run_config, "results-path": str(self.workdir / f"{name}.json")}
         check_choice(cfg["method"], "method", FLOWER_METHODS)
-        unknown = set(cfg) - set(DEFAULT_RUN_CONFIG)
+        unknown = set(cfg) - set(defaults)
         if unknown:
             raise ValueError(f"unknown run config keys {sorted(unknown)}; expected "
-                             f"{sorted(DEFAULT_RUN_CONFIG)}")
+                             f"{sorted(defaults)}")
+        Path(cfg["results-path"]).unlink(missing_ok=True)
         overrides = " ".join(f"{k}={_toml(v)}" for k, v in cfg.items())
         proc = self._spawn([str(self.bin / "flwr"), "run", str(app_dir()), "local", "--stream",
                             "--run-config", overrides], f"{name}.log")
@@ -194,14 +374,142 @@ class LocalFederation:
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            _end_group(proc, signal.SIGKILL)
             raise
-        deadline = time.monotonic() + 30
-        while not path.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        if not path.exists():
-            raise RuntimeError(f"the run wrote no results; see {self.workdir / (name + '.log')}")
-        return json.loads(path.read_text())
+        results = json.loads(path.read_text()) if path.exists() else {}
+        if not results.get("finished"):
+            raise RuntimeError(f"the run did not finish; see {self.workdir / (name + '.log')}")
+        return results
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+class NodeProcess:
+    """A SuperNode forked by the federation's zygote (``python -m topofl_lib.flower.node
+    --zygote``): the part of ``subprocess.Popen``'s interface the federation uses.
+
+    The zygote reaps a node only when :meth:`poll` finds it ended, so until then its
+    pid, which is its process group's id, belongs to this node.
+    """
+
+    def __init__(self, zygote: _Zygote, pid: int):
+        self.zygote, self.pid, self.returncode = zygote, pid, None
+
+    def exited(self) -> bool:
+        """Whether the node has ended (without reaping it)."""
+        if self.returncode is None and self.zygote.proc.poll() is not None:
+            self.returncode = -signal.SIGKILL  # died with the zygote; its pid is not ours
+        if self.returncode is not None:
+            return True
+        try:
+            with open(f"/proc/{self.pid}/stat") as fh:
+                return fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        except OSError:  # pragma: no cover - gone (cannot happen before the reap)
+            return True
+
+    def poll(self) -> int | None:
+        """The exit status if the node has ended (it is then reaped), else None."""
+        if self.returncode is None and self.exited():
+            self.returncode = self.zygote.reap(self.pid)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the node to end; returns its exit status."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"node {self.pid}", timeout)
+            time.sleep(0.05)
+        return self.returncode
+
+    def kill(self) -> None:
+        """SIGKILL the node's process group (the SuperNode, its executor, its tasks)."""
+        self.exited()  # notes a zygote that is gone
+        _signal_group(self, signal.SIGKILL)
+
+
+class _Zygote:
+    """The process that forks the federation's SuperNodes (see :class:`NodeProcess`)."""
+
+    def __init__(self, env: dict, cwd: Path, log):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "topofl_lib.flower.node", "--zygote"], env=env, cwd=cwd,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
+            start_new_session=True)
+        self.log = Path(log.name)
+
+    def _ask(self, request: dict) -> int:
+        try:
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+            answer = self.proc.stdout.readline()
+        except (BrokenPipeError, ValueError):
+            answer = ""
+        if not answer:
+            raise RuntimeError(f"the SuperNode zygote stopped; see {self.log}")
+        return int(answer)
+
+    def fork(self, argv, log: Path, env: dict, cwd: Path) -> NodeProcess:
+        """Start a node (:func:`topofl_lib.flower.node.main` with ``argv``)."""
+        return NodeProcess(self, self._ask({"argv": list(argv), "log": str(log), "env": env,
+                                            "cwd": str(cwd)}))
+
+    def reap(self, pid: int) -> int:
+        """Reap an ended node; returns its exit status (-9 if the zygote is gone: its
+        nodes died with it)."""
+        try:
+            return self._ask({"reap": pid})
+        except RuntimeError:
+            return -signal.SIGKILL
+
+    def close(self, timeout: float = 10.0) -> None:
+        """End the zygote (it kills and reaps the nodes still running)."""
+        if self.proc.returncode is not None:
+            return
+        try:
+            self.proc.stdin.close()
+        except BrokenPipeError:  # pragma: no cover - already gone
+            pass
+        _end_group(self.proc, None, timeout)  # it ends by itself once stdin is closed
+
+
+def _exited(proc) -> bool:
+    """Whether ``proc`` (Popen or NodeProcess) has ended, without reaping it."""
+    if isinstance(proc, NodeProcess):
+        return proc.exited()
+    return (proc.returncode is not None
+            or os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None)
+
+
+def _signal_group(proc, sig: int) -> None:
+    """Send ``sig`` to the process group ``proc`` leads (started in a new session).
+
+    Only while ``proc`` is not reaped: until then its pid, which is the group's id,
+    cannot be given to another process.
+    """
+    if proc.returncode is None:
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):  # the group is gone
+            pass
+
+
+def _end_group(proc, sig: int | None, timeout: float = 10.0) -> None:
+    """Signal ``proc``'s group (unless ``sig`` is None), wait up to ``timeout`` s for
+    ``proc`` to exit, SIGKILL what is left of the group (``proc``'s forked children),
+    then reap ``proc``."""
+    if proc.returncode is not None:  # reaped earlier: nothing of ours to signal
+        return
+    if sig is not None:
+        _signal_group(proc, sig)
+    deadline = time.monotonic() + timeout
+    while not _exited(proc) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    _signal_group(proc, signal.SIGKILL)
+    proc.wait()
 
 
 def in_process_reference(scenario: FederatedScenario, method: str = "pTopoFL",
@@ -209,7 +517,7 @@ def in_process_reference(scenario: FederatedScenario, method: str = "pTopoFL",
     """The in-process engine on the same data and seed as a Flower run."""
     from ..federated import make_method
 
-    cfg = {**DEFAULT_RUN_CONFIG, **run_config}
+    cfg = {**default_run_config(), **run_config}
     check_choice(method, "method", FLOWER_METHODS)
     params = {"n_rounds": int(cfg["num-rounds"]), "lr": float(cfg["lr"]),
               "local_epochs": int(cfg["local-epochs"]), "batch_size": int(cfg["batch-size"]),

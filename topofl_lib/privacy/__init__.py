@@ -1,23 +1,9 @@
-"""Privacy: the paper's proxies, real attacks, and differentially private descriptors."""
+"""Privacy: the paper's proxies, real attacks, and differentially private descriptors.
 
-from .attacks import (
-    invert_batch_gradient,
-    invert_descriptor,
-    invert_single_gradient,
-    logistic_data_gradient,
-    membership_inference,
-    reconstruction_metrics,
-)
-from .evaluation import (
-    descriptor_inversion_experiment,
-    dp_utility_experiment,
-    gradient_inversion_experiment,
-    membership_experiment,
-    privacy_claim_values,
-    proxy_table,
-)
-from .mechanisms import GaussianMechanism, LaplaceMechanism, analytic_gaussian_sigma, clip_norm
-from .proxies import mi_proxy_bits, reconstruction_risk_gradient, reconstruction_risk_topology
+Attributes load on first use.
+"""
+
+from .._lazy import attach
 
 __all__ = [
     "GaussianMechanism",
@@ -40,3 +26,15 @@ __all__ = [
     "reconstruction_risk_gradient",
     "reconstruction_risk_topology",
 ]
+
+__getattr__, __dir__ = attach(__name__, {
+    ".attacks": ["invert_batch_gradient", "invert_descriptor", "invert_single_gradient",
+                 "logistic_data_gradient", "membership_inference", "reconstruction_metrics"],
+    ".evaluation": ["descriptor_inversion_experiment", "dp_utility_experiment",
+                    "gradient_inversion_experiment", "membership_experiment",
+                    "privacy_claim_values", "proxy_table"],
+    ".mechanisms": ["GaussianMechanism", "LaplaceMechanism", "analytic_gaussian_sigma",
+                    "clip_norm"],
+    ".proxies": ["mi_proxy_bits", "reconstruction_risk_gradient",
+                 "reconstruction_risk_topology"],
+})

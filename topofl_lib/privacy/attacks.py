@@ -42,6 +42,8 @@ import numpy as np
 from scipy.special import expit
 
 from .._validation import check_finite, check_int, check_points, check_random_state, check_real
+from ..core.optional import require
+from ..core.seeds import draw_seed
 from ..federated.metrics import roc_auc
 from ..topology.descriptor import topological_descriptor
 
@@ -94,6 +96,7 @@ def invert_batch_gradient(
     records ``X_hat`` and label logits with Adam; keeps the best of ``restarts`` random
     initialisations. Returns ``X_hat`` of shape ``(batch_size, d)``.
     """
+    require("torch", "invert_batch_gradient (the optimisation attack)")
     import torch
 
     torch.set_num_threads(1)
@@ -114,7 +117,7 @@ def invert_batch_gradient(
     scale = target.pow(2).sum().clamp_min(1e-30)
     best, best_loss = None, np.inf
     for _ in range(restarts):
-        gen = torch.Generator().manual_seed(int(rng.integers(2**31 - 1)))
+        gen = torch.Generator().manual_seed(draw_seed(rng))
         X = torch.randn(batch_size, d, generator=gen, dtype=torch.float64, requires_grad=True)
         logits = torch.randn(batch_size, generator=gen, dtype=torch.float64, requires_grad=True)
         opt = torch.optim.Adam([X, logits], lr=lr)
@@ -256,7 +259,7 @@ def membership_inference(
     def transmit(idx):
         if channel == "gradient":
             return logistic_data_gradient(w, population[idx], labels[idx])
-        seed = int(rng.integers(2**31 - 1))  # the client's private subsample seed
+        seed = draw_seed(rng)  # the client's private subsample seed
         return topological_descriptor(population[idx], n_sub, strict=False, random_state=seed)
 
     def dataset(target, include):

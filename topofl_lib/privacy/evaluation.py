@@ -13,8 +13,11 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .._validation import check_int, check_real
-from ..data.scenarios import FederatedScenario, make_scenario
-from ..federated import FedAvg, PTopoFL
+from ..core.containers import FederatedScenario
+from ..core.seeds import check_seeds, draw_seed
+from ..data.scenarios import make_scenario
+from ..federated.fedavg import FedAvg
+from ..federated.ptopofl import PTopoFL
 from ..topology.descriptor import DESCRIPTOR_NAMES, topological_descriptor
 from .attacks import (
     invert_batch_gradient,
@@ -39,13 +42,6 @@ __all__ = [
 M = len(DESCRIPTOR_NAMES)
 
 
-def _seeds(seeds) -> list[int]:
-    seeds = list(seeds)
-    if not seeds:
-        raise ValueError("seeds is empty")
-    return [check_int(s, "seed", low=0) for s in seeds]
-
-
 def _attacked_model(scenario: FederatedScenario, seed: int) -> np.ndarray:
     """The global model after one FedAvg round: what the server broadcasts in round 2."""
     return FedAvg(n_rounds=1, random_state=seed).fit(scenario).coef_
@@ -65,7 +61,7 @@ def proxy_table(scenarios: Sequence[str] = ("healthcare", "benchmark"),
     """
     rows = []
     for name in scenarios:
-        for seed in _seeds(seeds):
+        for seed in check_seeds(seeds):
             scen = make_scenario(name, random_state=seed)
             d = scen.n_features
             p = d + 1
@@ -103,7 +99,7 @@ def gradient_inversion_experiment(
     for b in batch_sizes:
         check_int(b, "batch_size", low=1)
     rows = []
-    seeds = _seeds(seeds)
+    seeds = check_seeds(seeds)
     bar = tqdm(total=len(seeds), desc=f"gradient inversion ({scenario})", disable=not progress)
     for seed in seeds:
         scen = make_scenario(scenario, random_state=seed)
@@ -155,7 +151,7 @@ def descriptor_inversion_experiment(
     """
     check_int(n_iter, "n_iter", low=1)
     rows = []
-    seeds = _seeds(seeds)
+    seeds = check_seeds(seeds)
     bar = tqdm(total=len(seeds), desc=f"descriptor inversion ({scenario})", disable=not progress)
     for seed in seeds:
         scen = make_scenario(scenario, random_state=seed)
@@ -164,9 +160,9 @@ def descriptor_inversion_experiment(
         for k in honest[:max_clients]:
             c = scen.clients[k]
             phi = topological_descriptor(c.X_train, n_sub, strict=False,
-                                         random_state=int(rng.integers(2**31 - 1)))
+                                         random_state=draw_seed(rng))
             n_points = min(c.n_train, n_sub)
-            attack_seed = int(rng.integers(2**31 - 1))
+            attack_seed = draw_seed(rng)
             X_hat, losses = invert_descriptor(phi, _population(scen, k), n_points,
                                               n_iter=n_iter, random_state=attack_seed)
             X0, _ = invert_descriptor(phi, _population(scen, k), n_points, n_iter=0,
@@ -195,7 +191,7 @@ def membership_experiment(
     are taken at the round-2 FedAvg model. Columns: scenario, seed, n, channel, auc.
     """
     rows = []
-    seeds = _seeds(seeds)
+    seeds = check_seeds(seeds)
     bar = tqdm(total=2 * len(seeds), desc=f"membership ({scenario})", disable=not progress)
     for seed in seeds:
         scen = make_scenario(scenario, random_state=seed)
@@ -228,7 +224,7 @@ def dp_utility_experiment(
     for e in epsilons:
         check_real(e, "epsilon", low=0.0, low_open=True)
     rows = []
-    seeds = _seeds(seeds)
+    seeds = check_seeds(seeds)
     bar = tqdm(total=len(seeds), desc=f"DP utility ({scenario})", disable=not progress)
     for seed in seeds:
         scen = make_scenario(scenario, random_state=seed)

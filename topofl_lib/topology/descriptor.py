@@ -48,10 +48,13 @@ __all__ = [
     "DESCRIPTOR_NAMES",
     "H1_GRIDS",
     "betti_curve",
+    "betti_grid",
     "canonical_subsample",
     "check_diagram",
+    "check_diagrams",
     "client_topology",
     "descriptor_from_diagrams",
+    "descriptor_names",
     "persistence_entropy",
     "topological_descriptor",
 ]
@@ -59,7 +62,8 @@ __all__ = [
 H1_GRIDS = ("own", "h0")
 
 
-def _names(n_thresholds: int) -> list[str]:
+def descriptor_names(n_thresholds: int) -> list[str]:
+    """Names of the ``8 + 2 * n_thresholds`` descriptor entries, in order."""
     scalars = ["entropy_h0", "entropy_h1", "amplitude_h0", "amplitude_h1",
                "n_above_median_h0", "n_above_median_h1", "n_pairs_h0", "n_pairs_h1"]
     curves = [f"betti{d}_{i}" for d in (0, 1) for i in range(n_thresholds)]
@@ -67,7 +71,7 @@ def _names(n_thresholds: int) -> list[str]:
 
 
 #: Names of the 48 descriptor entries (default ``n_thresholds=20``).
-DESCRIPTOR_NAMES: list[str] = _names(20)
+DESCRIPTOR_NAMES: list[str] = descriptor_names(20)
 
 
 def check_diagram(dgm, name: str = "dgm") -> np.ndarray:
@@ -91,7 +95,7 @@ def check_diagram(dgm, name: str = "dgm") -> np.ndarray:
     return arr
 
 
-def _check_diagrams(diagrams, name: str = "diagrams") -> list[np.ndarray]:
+def check_diagrams(diagrams, name: str = "diagrams") -> list[np.ndarray]:
     """``[H0, H1]`` (further dimensions are ignored), each checked."""
     if isinstance(diagrams, np.ndarray) or len(diagrams) < 2:
         raise ValueError(f"{name} must be a list [H0, H1] of diagrams, got "
@@ -133,7 +137,22 @@ def betti_curve(dgm: np.ndarray, thresholds: np.ndarray, n_essential: int = 0) -
     return alive.sum(axis=1).astype(np.float64) + n_essential
 
 
-def _grid(deaths: np.ndarray, n_thresholds: int) -> np.ndarray:
+def betti_grid(deaths, n_thresholds: int) -> np.ndarray:
+    """Appendix B threshold grid: ``n_thresholds`` values from 0 to the 95th percentile
+    of ``deaths`` (all zeros when there are none).
+
+    Parameters
+    ----------
+    deaths : ndarray of shape (n_pairs,)
+        Finite death values of one diagram.
+    n_thresholds : int
+        ``L``, the number of thresholds.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n_thresholds,)
+    """
+    deaths = np.asarray(deaths, dtype=np.float64)
     top = float(np.percentile(deaths, 95)) if deaths.size else 0.0
     return np.linspace(0.0, top, n_thresholds)
 
@@ -147,15 +166,15 @@ def descriptor_from_diagrams(
     """
     check_int(n_thresholds, "n_thresholds", low=2)
     check_choice(h1_grid, "h1_grid", H1_GRIDS)
-    h0, h1 = _check_diagrams(diagrams)
+    h0, h1 = check_diagrams(diagrams)
     pers = [d[:, 1] - d[:, 0] for d in (h0, h1)]
     scalars = []
     scalars += [persistence_entropy(p) for p in pers]
     scalars += [float(np.sqrt((p**2).sum())) for p in pers]
     scalars += [float((p > np.median(p)).sum()) if p.size else 0.0 for p in pers]
     scalars += [float(h0.shape[0]), float(h1.shape[0])]
-    grid0 = _grid(h0[:, 1], n_thresholds)
-    grid1 = grid0 if h1_grid == "h0" else _grid(h1[:, 1], n_thresholds)
+    grid0 = betti_grid(h0[:, 1], n_thresholds)
+    grid1 = grid0 if h1_grid == "h0" else betti_grid(h1[:, 1], n_thresholds)
     curve0 = betti_curve(h0, grid0, n_essential=1)
     curve1 = betti_curve(h1, grid1)
     return np.concatenate([scalars, curve0, curve1])
@@ -173,7 +192,7 @@ def canonical_subsample(X: np.ndarray, n_sub: int, rng: np.random.Generator) -> 
     return order[ranks]
 
 
-def _checked_subsample(X, n_sub, strict, random_state, method, name="X") -> np.ndarray:
+def _checked_subsample(X, n_sub, strict, random_state, persistence, name="X") -> np.ndarray:
     X = check_points(X, name, min_points=2)
     if n_sub is not None:
         check_int(n_sub, "n_sub", low=2)
@@ -183,7 +202,7 @@ def _checked_subsample(X, n_sub, strict, random_state, method, name="X") -> np.n
                 "strict=False to use all points of small clients, or lower n_sub"
             )
     m = X.shape[0] if n_sub is None else min(n_sub, X.shape[0])
-    check_persistence_memory(m, method, name)
+    check_persistence_memory(m, persistence, name)
     if n_sub is not None and X.shape[0] > n_sub:
         X = X[canonical_subsample(X, n_sub, check_random_state(random_state))]
     return X
@@ -194,7 +213,7 @@ def client_topology(
     n_sub: int | None = 80,
     *,
     n_thresholds: int = 20,
-    method: str = "ripser",
+    persistence: str = "ripser",
     h1_grid: str = "own",
     strict: bool = True,
     random_state=None,
@@ -207,9 +226,9 @@ def client_topology(
     ``(descriptor, [H0, H1], X_subsample)`` so callers that also need the diagrams
     (Wasserstein distances, feature augmentation) compute persistence once.
     """
-    check_choice(method, "method", PERSISTENCE_METHODS)
-    Xs = _checked_subsample(X, n_sub, strict, random_state, method, name)
-    dgms = persistence_diagrams(Xs, method)
+    check_choice(persistence, "persistence", PERSISTENCE_METHODS)
+    Xs = _checked_subsample(X, n_sub, strict, random_state, persistence, name)
+    dgms = persistence_diagrams(Xs, persistence)
     return descriptor_from_diagrams(dgms, n_thresholds, h1_grid), dgms, Xs
 
 
@@ -218,7 +237,7 @@ def topological_descriptor(
     n_sub: int | None = 80,
     *,
     n_thresholds: int = 20,
-    method: str = "ripser",
+    persistence: str = "ripser",
     h1_grid: str = "own",
     strict: bool = True,
     random_state=None,
@@ -238,8 +257,9 @@ def topological_descriptor(
         (:func:`~topofl_lib.topology.persistence.check_persistence_memory`).
     n_thresholds : int
         Betti-curve resolution ``L`` (paper: 20). The vector has ``8 + 2 L`` entries.
-    method : {"ripser", "triangle"}
-        Exact Rips persistence or the paper's triangle approximation of H1.
+    persistence : {"ripser", "triangle"}
+        Exact Rips persistence or the paper's triangle approximation of H1
+        (:func:`~topofl_lib.topology.persistence_diagrams`).
     h1_grid : {"own", "h0"}
         Threshold grid of the H1 Betti curve (module docstring).
     strict : bool
@@ -255,6 +275,6 @@ def topological_descriptor(
     numpy.ndarray of shape (8 + 2 * n_thresholds,)
     """
     return client_topology(
-        X, n_sub, n_thresholds=n_thresholds, method=method, h1_grid=h1_grid,
+        X, n_sub, n_thresholds=n_thresholds, persistence=persistence, h1_grid=h1_grid,
         strict=strict, random_state=random_state, name=name,
     )[0]

@@ -14,11 +14,10 @@ r"""Distances between clients' topological summaries.
 from __future__ import annotations
 
 import numpy as np
-import persim
 from scipy.spatial.distance import cdist
 
-from .._validation import check_choice, check_points
-from .descriptor import _check_diagrams
+from .._validation import check_points
+from .descriptor import check_diagrams
 
 __all__ = ["DISTANCES", "descriptor_distances", "diagram_distances", "normalise_descriptors"]
 
@@ -46,7 +45,9 @@ def diagram_distances(diagrams: list[list[np.ndarray]]) -> np.ndarray:
     diagrams : list of [H0, H1]
         Finite diagrams, one entry per client.
     """
-    checked = [_check_diagrams(d, f"diagrams[{k}]") for k, d in enumerate(diagrams)]
+    import persim  # imports matplotlib (0.3 s): only the Wasserstein distance needs it
+
+    checked = [check_diagrams(d, f"diagrams[{k}]") for k, d in enumerate(diagrams)]
     K = len(checked)
     D = np.zeros((K, K))
     for i in range(K):
@@ -54,8 +55,3 @@ def diagram_distances(diagrams: list[list[np.ndarray]]) -> np.ndarray:
             d = sum(persim.wasserstein(checked[i][q], checked[j][q]) for q in (0, 1))
             D[i, j] = D[j, i] = d
     return D
-
-
-def check_distance(name: str) -> str:
-    """Validate a distance name."""
-    return check_choice(name, "distance", DISTANCES)

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from .._validation import (
-    check_bool,
-    check_choice,
-    check_int,
-    check_points,
-    check_random_state,
-)
-from .descriptor import H1_GRIDS, _names, topological_descriptor
+from .._validation import check_bool, check_choice, check_int, check_random_state
+from .descriptor import H1_GRIDS, descriptor_names, topological_descriptor
+from .inputs import check_clouds, check_fitted_dimension, common_dimension
 from .persistence import PERSISTENCE_METHODS
 
 __all__ = ["TopologicalDescriptor"]
@@ -34,7 +27,7 @@ class TopologicalDescriptor(TransformerMixin, BaseEstimator):
         whose persistence would not fit in memory is refused with a safe ``n_sub``).
     n_thresholds : int, default=20
         Betti-curve resolution ``L``.
-    method : {"ripser", "triangle"}, default="ripser"
+    persistence : {"ripser", "triangle"}, default="ripser"
         Exact Vietoris–Rips persistence, or the paper's triangle approximation.
     h1_grid : {"own", "h0"}, default="own"
         Threshold grid of the H1 Betti curve, see
@@ -62,62 +55,43 @@ class TopologicalDescriptor(TransformerMixin, BaseEstimator):
     (2, 48)
     """
 
-    def __init__(self, n_sub=80, n_thresholds=20, method="ripser", h1_grid="own",
+    def __init__(self, n_sub=80, n_thresholds=20, persistence="ripser", h1_grid="own",
                  strict=True, random_state=None):
         self.n_sub = n_sub
         self.n_thresholds = n_thresholds
-        self.method = method
+        self.persistence = persistence
         self.h1_grid = h1_grid
         self.strict = strict
         self.random_state = random_state
 
-    def _validate_params(self) -> None:
+    def _check_params(self) -> None:
+        """Validate the parameters (called by ``fit``; not scikit-learn's
+        ``_validate_params``)."""
         if self.n_sub is not None:
             check_int(self.n_sub, "n_sub", low=2)
         check_int(self.n_thresholds, "n_thresholds", low=2)
-        check_choice(self.method, "method", PERSISTENCE_METHODS)
+        check_choice(self.persistence, "persistence", PERSISTENCE_METHODS)
         check_choice(self.h1_grid, "h1_grid", H1_GRIDS)
         check_bool(self.strict, "strict")
         check_random_state(self.random_state)
 
-    @staticmethod
-    def _clouds(X) -> list[np.ndarray]:
-        if isinstance(X, np.ndarray) and X.ndim == 2:
-            raise TypeError(
-                "X must be a sequence of point clouds (one 2-D array per client), got a "
-                "single 2-D array; wrap it in a list"
-            )
-        if not isinstance(X, (Sequence, np.ndarray)) or len(X) == 0:
-            raise ValueError("X must be a non-empty sequence of point clouds")
-        return [check_points(c, f"X[{i}]", min_points=2) for i, c in enumerate(X)]
-
     def fit(self, X, y=None):
         """Validate the parameters and record the point dimension."""
-        self._validate_params()
-        clouds = self._clouds(X)
-        dims = {c.shape[1] for c in clouds}
-        if len(dims) > 1:
-            raise ValueError(f"point clouds in X have different dimensions {sorted(dims)}")
-        self.n_features_in_ = dims.pop()
-        self.feature_names_out_ = _names(self.n_thresholds)
+        self._check_params()
+        self.n_features_in_ = common_dimension(check_clouds(X))
+        self.feature_names_out_ = descriptor_names(self.n_thresholds)
         return self
 
     def transform(self, X) -> np.ndarray:
         """Descriptors of the clouds in ``X``, shape ``(len(X), 8 + 2 L)``."""
-        if not hasattr(self, "n_features_in_"):
-            raise ValueError("this TopologicalDescriptor is not fitted yet; call fit first")
-        clouds = self._clouds(X)
-        for i, c in enumerate(clouds):
-            if c.shape[1] != self.n_features_in_:
-                raise ValueError(
-                    f"X[{i}] has {c.shape[1]} features, but the transformer was fitted "
-                    f"with {self.n_features_in_}"
-                )
+        check_fitted_dimension(self)  # an unfitted transformer raises before X is read
+        clouds = check_clouds(X)
+        check_fitted_dimension(self, clouds)
         seed = self.random_state
         shared = seed if isinstance(seed, np.random.Generator) else None
         return np.vstack([
             topological_descriptor(
-                c, self.n_sub, n_thresholds=self.n_thresholds, method=self.method,
+                c, self.n_sub, n_thresholds=self.n_thresholds, persistence=self.persistence,
                 h1_grid=self.h1_grid, strict=self.strict,
                 random_state=shared if shared is not None else seed,
                 name=f"X[{i}] (client {i})",
@@ -127,4 +101,4 @@ class TopologicalDescriptor(TransformerMixin, BaseEstimator):
 
     def get_feature_names_out(self, input_features=None) -> np.ndarray:
         """Names of the descriptor entries."""
-        return np.asarray(_names(self.n_thresholds), dtype=object)
+        return np.asarray(descriptor_names(self.n_thresholds), dtype=object)

@@ -78,7 +78,7 @@ RIPSER_BYTES_PER_PAIR = 350
 MEMORY_FRACTION = 0.5
 
 
-def persistence_memory(n_points: int, method: str = "ripser") -> int:
+def persistence_memory(n_points: int, persistence: str = "ripser") -> int:
     """Estimated peak memory (bytes) of the persistence of ``n_points`` points.
 
     Derived from what each back-end allocates and checked against measured peaks (see
@@ -86,7 +86,7 @@ def persistence_memory(n_points: int, method: str = "ripser") -> int:
     ``24 E n + 48 n^2`` with ``E = (n - 1)(n - 2) / 2`` for the triangle method.
     """
     n = int(n_points)
-    if method == "triangle":
+    if persistence == "triangle":
         edges = (n - 1) * (n - 2) // 2
         return 24 * edges * n + 48 * n * n
     return RIPSER_BYTES_PER_PAIR * n * n
@@ -110,25 +110,25 @@ def memory_budget() -> int:
     return int(MEMORY_FRACTION * available)
 
 
-def check_persistence_memory(n_points: int, method: str = "ripser", name: str = "X",
+def check_persistence_memory(n_points: int, persistence: str = "ripser", name: str = "X",
                              parameter: str | None = "n_sub") -> None:
     """Refuse a persistence computation whose estimated memory exceeds the budget.
 
     Raises ``MemoryError`` naming ``name``, the estimate, the budget and the largest
     safe number of points, as ``parameter=<value>`` (or "subsample to" if ``None``).
     """
-    need, budget = persistence_memory(n_points, method), memory_budget()
+    need, budget = persistence_memory(n_points, persistence), memory_budget()
     if need <= budget:
         return
     lo, hi = 2, int(n_points)  # largest n whose estimate fits (the estimate grows with n)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if persistence_memory(mid, method) <= budget else (lo, mid)
+        lo, hi = (mid, hi) if persistence_memory(mid, persistence) <= budget else (lo, mid)
     advice = (f"pass {parameter}={lo} or less" if parameter else
               f"subsample {name} to at most {lo} points")
     raise MemoryError(
-        f"{name}: persistence of {n_points} points with method={method!r} needs about "
-        f"{need / 2**30:.1f} GiB, more than the budget of {budget / 2**30:.1f} GiB "
+        f"{name}: persistence of {n_points} points with persistence={persistence!r} needs "
+        f"about {need / 2**30:.1f} GiB, more than the budget of {budget / 2**30:.1f} GiB "
         f"({MEMORY_FRACTION:.0%} of the memory available); {advice} "
         "(the pTopoFL paper uses 80)"
     )
@@ -176,16 +176,17 @@ def _triangle_diagrams(X: np.ndarray) -> list[np.ndarray]:
     return [h0, h1]
 
 
-def persistence_diagrams(X, method: str = "ripser") -> list[np.ndarray]:
+def persistence_diagrams(X, persistence: str = "ripser") -> list[np.ndarray]:
     """Finite H0 and H1 persistence pairs of the Vietoris–Rips filtration of ``X``.
 
     Parameters
     ----------
     X : array-like of shape (n_points, n_features)
         Point cloud; must be finite and non-empty.
-    method : {"ripser", "triangle"}
-        ``"ripser"`` is exact; ``"triangle"`` is the paper's approximation (see the
-        module docstring).
+    persistence : {"ripser", "triangle"}
+        The Rips persistence algorithm: ``"ripser"`` is exact; ``"triangle"`` is the
+        paper's approximation (see the module docstring). Every function and estimator
+        of the package calls this choice ``persistence``.
 
     Raises
     ------
@@ -207,8 +208,8 @@ def persistence_diagrams(X, method: str = "ripser") -> list[np.ndarray]:
     (1, True)
     """
     X = check_points(X)
-    check_choice(method, "method", PERSISTENCE_METHODS)
-    check_persistence_memory(X.shape[0], method, parameter=None)
-    if method == "ripser":
+    check_choice(persistence, "persistence", PERSISTENCE_METHODS)
+    check_persistence_memory(X.shape[0], persistence, parameter=None)
+    if persistence == "ripser":
         return _ripser_diagrams(X)
     return _triangle_diagrams(X)

@@ -1,29 +1,10 @@
-"""Plotly figures."""
+"""Plotly figures (the ``viz`` extra: ``pip install 'topofl[viz]'``); colours in
+:mod:`topofl_lib.viz.palette`. Attributes load on first use."""
 
-from .clustering import energy_contours, metric_vs_epsilon_facets
-from .deep import (
-    alpha_trajectory_plot,
-    barcode_grid,
-    feature_projection_plot,
-    label_distribution_heatmaps,
-    tgbs_table2_plot,
-)
-from .figures import (
-    METHOD_COLOURS,
-    final_metric_panels,
-    metric_curves,
-    paired_difference_plot,
-    save_figure,
-)
-from .privacy import attack_success_plot, dp_utility_plot, figure6, leakage_summary_plot
-from .sweeps import (
-    adversarial_weight_plot,
-    drift_statistic_plot,
-    figure5,
-    metric_vs_parameter,
-    stability_plot,
-    variant_bars,
-)
+from .._lazy import attach
+from ..core.optional import require
+
+require("plotly", "topofl_lib.viz")
 
 __all__ = [
     "METHOD_COLOURS",
@@ -44,8 +25,22 @@ __all__ = [
     "dp_utility_plot",
     "figure6",
     "leakage_summary_plot",
+    "roc_figure",
     "final_metric_panels",
     "metric_curves",
     "paired_difference_plot",
     "save_figure",
 ]
+
+__getattr__, __dir__ = attach(__name__, {
+    ".clustering": ["energy_contours", "metric_vs_epsilon_facets"],
+    ".detection": ["roc_figure"],
+    ".deep": ["alpha_trajectory_plot", "barcode_grid", "feature_projection_plot",
+              "label_distribution_heatmaps", "tgbs_table2_plot"],
+    ".figures": ["final_metric_panels", "metric_curves", "paired_difference_plot",
+                 "save_figure"],
+    ".palette": ["METHOD_COLOURS"],
+    ".privacy": ["attack_success_plot", "dp_utility_plot", "figure6", "leakage_summary_plot"],
+    ".sweeps": ["adversarial_weight_plot", "drift_statistic_plot", "figure5",
+                "metric_vs_parameter", "stability_plot", "variant_bars"],
+})

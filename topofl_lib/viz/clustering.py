@@ -8,11 +8,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..clustering.gfc import gravitational_potential
+from .palette import CLUSTERING_COLOURS
 
 __all__ = ["energy_contours", "metric_vs_epsilon_facets"]
-
-CLUSTERING_COLOURS = {"GFC": "#2ca02c", "k-FED": "#1f77b4", "MUFC": "#ff7f0e",
-                      "NN-FC": "#9467bd"}
 
 
 def metric_vs_epsilon_facets(df: pd.DataFrame, metric: str = "ari",

@@ -7,6 +7,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .palette import BLUE, HOMOLOGY_COLOURS, LABEL_SERIES, RED
+
 __all__ = [
     "alpha_trajectory_plot",
     "barcode_grid",
@@ -14,9 +16,6 @@ __all__ = [
     "label_distribution_heatmaps",
     "tgbs_table2_plot",
 ]
-
-_PALETTE = ["#000000", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-            "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 
 
 def label_distribution_heatmaps(scenarios: dict) -> go.Figure:
@@ -42,13 +41,13 @@ def tgbs_table2_plot(table2: pd.DataFrame, paper: dict | None = None) -> go.Figu
     for col, metric in enumerate(("auc", "accuracy"), start=1):
         g = table2.groupby("block")[metric].agg(["mean", "std"]).fillna(0.0)
         fig.add_trace(go.Bar(x=g.index, y=g["mean"], error_y={"array": g["std"]},
-                             name="ours (mean ± sd)", marker_color="#1f77b4",
+                             name="ours (mean ± sd)", marker_color=BLUE,
                              showlegend=col == 1), row=1, col=col)
         if paper and metric in paper:
             ref = paper[metric]
             fig.add_trace(go.Scatter(x=list(ref), y=list(ref.values()), mode="markers",
                                      marker={"symbol": "diamond", "size": 12,
-                                             "color": "#d62728"},
+                                             "color": RED},
                                      name="paper", showlegend=col == 1), row=1, col=col)
     fig.update_layout(title="Table 2: TGBS separability vs accuracy per block",
                       template="plotly_white", width=860, height=420)
@@ -62,7 +61,7 @@ def alpha_trajectory_plot(logs: dict, client: int = 0) -> go.Figure:
     for i, (name, log) in enumerate(logs.items()):
         mine = log[log[:, 1] == client]
         x = np.arange(mine.shape[0])
-        colour = _PALETTE[(i + 1) % len(_PALETTE)]
+        colour = LABEL_SERIES[(i + 1) % len(LABEL_SERIES)]
         fig.add_trace(go.Scatter(x=x, y=mine[:, 3], name=name, line={"color": colour},
                                  legendgroup=name), row=1, col=1)
         fig.add_trace(go.Scatter(x=x, y=mine[:, 4], name=name, line={"color": colour},
@@ -85,7 +84,7 @@ def feature_projection_plot(proj: pd.DataFrame) -> go.Figure:
             fig.add_trace(go.Scatter(x=g["pc1"], y=g["pc2"], mode="markers", name=m,
                                      legendgroup=m, showlegend=i == 1,
                                      marker={"size": 5 if m != "global" else 7, "opacity": 0.7,
-                                             "color": _PALETTE[j % len(_PALETTE)]}),
+                                             "color": LABEL_SERIES[j % len(LABEL_SERIES)]}),
                           row=1, col=i)
     fig.update_layout(title="Figure 4 (PCA): probe-image features under the global and "
                             "client models", template="plotly_white",
@@ -103,7 +102,7 @@ def barcode_grid(bars: pd.DataFrame) -> go.Figure:
     for i, m in enumerate(models, start=1):
         for j, r in enumerate(rounds, start=1):
             g = bars[(bars["model"] == m) & (bars["round"] == r)].sort_values(["dim", "birth"])
-            for d, colour in ((0, "#1f77b4"), (1, "#d62728")):
+            for d, colour in HOMOLOGY_COLOURS.items():
                 h = g[g["dim"] == d]
                 y = np.arange(len(h)) + (0 if d == 0 else (g["dim"] == 0).sum())
                 xs = np.c_[h["birth"], h["death"], np.full(len(h), np.nan)].ravel()

@@ -12,6 +12,7 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from ..outputs import atomic_path, write_text_atomic
+from .palette import GREY, METHOD_COLOURS
 
 __all__ = [
     "METHOD_COLOURS",
@@ -20,13 +21,6 @@ __all__ = [
     "paired_difference_plot",
     "save_figure",
 ]
-
-METHOD_COLOURS = {
-    "pTopoFL": "#2ca02c", "FedAvg": "#1f77b4", "FedProx": "#ff7f0e",
-    "SCAFFOLD": "#d62728", "pFedMe": "#9467bd",
-    # reference labels of topofl_lib.experiments.TABLE1_VARIANTS
-    "Local-only": "#8c564b", "SCAFFOLD (v1.0.0 rule)": "#ff9896",
-}
 
 _PNG_FAILED = False
 
@@ -45,7 +39,7 @@ def metric_curves(curves: pd.DataFrame, metric: str = "auc", title: str | None =
     fig = go.Figure()
     for method, g in curves.groupby("method", sort=False):
         s = g.groupby("round")[metric].agg(["mean", "std"]).fillna(0.0)
-        colour = METHOD_COLOURS.get(method, "#7f7f7f")
+        colour = METHOD_COLOURS.get(method, GREY)
         x = s.index.to_numpy()
         fig.add_trace(go.Scatter(
             x=np.r_[x, x[::-1]], y=np.r_[s["mean"] + s["std"], (s["mean"] - s["std"])[::-1]],
@@ -71,7 +65,7 @@ def final_metric_panels(final: pd.DataFrame, paper_auc: dict | None = None,
     for i, (scenario, g) in enumerate(final.groupby("scenario", sort=False)):
         agg = g.groupby("method", sort=False)[["auc", "convergence_round"]].agg(["mean", "std"])
         methods = agg.index.tolist()
-        colours = [METHOD_COLOURS.get(m, "#7f7f7f") for m in methods]
+        colours = [METHOD_COLOURS.get(m, GREY) for m in methods]
         opacity = 1.0 if i == 0 else 0.55
         for col, metric in enumerate(("auc", "convergence_round"), start=1):
             fig.add_trace(go.Bar(
@@ -98,7 +92,7 @@ def paired_difference_plot(paired: pd.DataFrame, reference: str = "pTopoFL",
         error_x={"type": "data", "symmetric": False,
                  "array": paired["ci_high"] - paired["mean_diff"],
                  "arrayminus": paired["mean_diff"] - paired["ci_low"]},
-        marker={"size": 10, "color": [METHOD_COLOURS.get(m, "#7f7f7f") for m in paired.index]}))
+        marker={"size": 10, "color": [METHOD_COLOURS.get(m, GREY) for m in paired.index]}))
     fig.add_vline(x=0.0, line_dash="dash", line_color="grey")
     fig.update_layout(title=title or f"{reference} minus baseline (mean, 95% CI over seeds)",
                       xaxis_title="difference", template="plotly_white", width=700, height=360)

@@ -7,11 +7,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .palette import ATTACK_COLOURS, CHANNEL_COLOURS, OLIVE, SCENARIO_SERIES
+
 __all__ = ["attack_success_plot", "dp_utility_plot", "figure6", "leakage_summary_plot"]
 
-CHANNEL_COLOURS = {"gradient": "#1f77b4", "descriptor": "#2ca02c"}
-ATTACK_COLOURS = {"closed_form": "#d62728", "optimisation": "#1f77b4",
-                  "population_guess": "#7f7f7f", "descriptor_inversion": "#2ca02c"}
 
 
 def figure6(proxies: pd.DataFrame, model_dim: int) -> go.Figure:
@@ -38,7 +37,7 @@ def figure6(proxies: pd.DataFrame, model_dim: int) -> go.Figure:
     fig.add_trace(go.Bar(
         x=["FedAvg: gradient", "pTopoFL: descriptor", "pTopoFL: descriptor + model"],
         y=[p, 48, 48 + model_dim],
-        marker_color=[CHANNEL_COLOURS["gradient"], CHANNEL_COLOURS["descriptor"], "#bcbd22"],
+        marker_color=[CHANNEL_COLOURS["gradient"], CHANNEL_COLOURS["descriptor"], OLIVE],
         showlegend=False), row=1, col=3)
     fig.update_layout(template="plotly_white", width=1150, height=420,
                       title="Figure 6: the paper's privacy proxies (dimension counts, not leakage)")
@@ -87,7 +86,7 @@ def leakage_summary_plot(descinv: pd.DataFrame, mia: pd.DataFrame) -> go.Figure:
 def dp_utility_plot(dp: pd.DataFrame) -> go.Figure:
     """Final AUC of pTopoFL with Gaussian-DP descriptors against epsilon."""
     fig = go.Figure()
-    colours = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
+    colours = SCENARIO_SERIES
     for i, (scenario, g) in enumerate(dp.groupby("scenario", sort=False)):
         colour = colours[i % len(colours)]
         priv = g[(g["method"] == "pTopoFL") & np.isfinite(g["epsilon"])]

@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .figures import METHOD_COLOURS
+from .palette import METHOD_COLOURS
 
 __all__ = [
     "adversarial_weight_plot",

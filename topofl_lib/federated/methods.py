@@ -1,0 +1,55 @@
+"""The catalogue of this package's algorithms, registered by name, and :func:`make_method`.
+
+Importing this module registers pTopoFL and the baselines
+(:func:`topofl_lib.core.register_method`). Methods defined above this layer register
+themselves when imported, or are found through a ``topofl_lib.methods`` entry point
+(``"FedTopo"``: :class:`topofl_lib.fedtopo.FedTopo`), so this module names none of them.
+"""
+
+from __future__ import annotations
+
+from ..core.registry import get_method, register_method
+from .base import FederatedAlgorithm
+from .fedavg import FedAvg, FedProx
+from .local_only import LocalOnly
+from .pfedme import PFedMe
+from .ptopofl import PTopoFL
+from .robust import CoordinateMedian, Krum, TrimmedMean
+from .scaffold import Scaffold
+
+__all__ = ["ALL_METHODS", "METHODS", "REFERENCE_METHODS", "ROBUST_METHODS", "make_method"]
+
+#: The paper's five methods (name as printed in the paper -> class).
+METHODS: dict[str, type[FederatedAlgorithm]] = {
+    cls.name: cls for cls in (PTopoFL, FedAvg, FedProx, Scaffold, PFedMe)
+}
+#: Byzantine-robust aggregation baselines from the literature.
+ROBUST_METHODS: dict[str, type[FederatedAlgorithm]] = {
+    cls.name: cls for cls in (CoordinateMedian, TrimmedMean, Krum)
+}
+#: Reference baselines outside the paper's comparison (Local-only: no federation).
+REFERENCE_METHODS: dict[str, type[FederatedAlgorithm]] = {LocalOnly.name: LocalOnly}
+#: Every algorithm of this package.
+ALL_METHODS = {**METHODS, **ROBUST_METHODS, **REFERENCE_METHODS}
+
+for _cls in ALL_METHODS.values():
+    register_method(_cls)
+
+
+def make_method(name: str, **params) -> FederatedAlgorithm:
+    """Instantiate a registered algorithm by its name.
+
+    Parameters
+    ----------
+    name : str
+        ``"pTopoFL"``, ``"FedAvg"``, ... (:data:`ALL_METHODS`), or a plug-in's name
+        (``"FedTopo"``); :func:`topofl_lib.core.method_names` lists them all.
+    **params
+        The algorithm's parameters.
+
+    Returns
+    -------
+    FederatedAlgorithm
+        An unfitted estimator.
+    """
+    return get_method(name)(**params)

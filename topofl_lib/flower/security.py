@@ -1,0 +1,177 @@
+"""Credentials of a local federation, made at start with ``cryptography`` (nothing downloaded).
+
+* :func:`make_tls`: a certificate authority of this federation and the SuperLink's TLS
+  certificate signed by it (for ``127.0.0.1`` and ``localhost``). The SuperLink serves
+  its Fleet, Control and Runtime APIs with it (``--ssl-ca-certfile``, ``--ssl-certfile``,
+  ``--ssl-keyfile``); SuperNodes (``--root-certificates``) and the ``flwr`` CLI
+  (``root-certificates`` in its connection config) trust only this CA.
+* :func:`make_node_key`: a SuperNode's authentication key pair (EC P-256, a NIST curve
+  as Flower requires, OpenSSH format; it signs every request of the node, and P-256
+  verifies about 8 times faster than P-384): the private key for ``flower-supernode
+  --auth-supernode-private-key``, the public key for ``flwr supernode register``,
+  Flower's own registration of the nodes allowed to join a SuperLink started with
+  ``--enable-supernode-auth``.
+* :func:`register_nodes`: registers public keys with the real ``flwr supernode
+  register`` command, all in one process (``python -m topofl_lib.flower.security``).
+
+Private keys are written with mode 0600 and never leave the federation's folder.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+__all__ = ["TLSFiles", "make_node_key", "make_tls", "register_nodes"]
+
+
+@dataclass(frozen=True)
+class TLSFiles:
+    """Paths of a federation's CA certificate and the SuperLink's certificate and key."""
+
+    ca: Path
+    cert: Path
+    key: Path
+
+
+def _write(path: Path, data: bytes, private: bool = False) -> Path:
+    """Write ``data``; a private file is created with mode 0600 (never world-readable)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        path.unlink()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return path
+
+
+def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(serialization.Encoding.PEM,
+                             serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def make_tls(folder, hosts=("127.0.0.1", "localhost"), days: int = 7,
+             name: str = "topofl federation") -> TLSFiles:
+    """A new certificate authority and a server certificate for ``hosts`` signed by it.
+
+    Parameters
+    ----------
+    folder : path
+        Where ``ca.pem``, ``superlink.pem`` and ``superlink.key`` (mode 0600) are written.
+    hosts : sequence of str
+        IP addresses and DNS names the server certificate is valid for.
+    days : int
+        Validity of both certificates.
+    name : str
+        Common name of the CA.
+
+    Returns
+    -------
+    TLSFiles
+    """
+    if not hosts:
+        raise ValueError("hosts is empty: the server certificate needs at least one name")
+    if days < 1:
+        raise ValueError(f"days must be >= 1, got {days}")
+    folder = Path(folder)
+    now = dt.datetime.now(dt.timezone.utc)
+    start, end = now - dt.timedelta(minutes=5), now + dt.timedelta(days=days)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{name} CA")])
+    ca_ski = x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key())
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
+          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+          .not_valid_before(start).not_valid_after(end)
+          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+          .add_extension(x509.KeyUsage(digital_signature=False, content_commitment=False,
+                                       key_encipherment=False, data_encipherment=False,
+                                       key_agreement=False, key_cert_sign=True,
+                                       crl_sign=True, encipher_only=False,
+                                       decipher_only=False), critical=True)
+          .add_extension(ca_ski, critical=False)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    sans = []
+    for h in hosts:
+        try:
+            sans.append(x509.IPAddress(ipaddress.ip_address(h)))
+        except ValueError:
+            sans.append(x509.DNSName(h))
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, str(hosts[0]))]))
+            .issuer_name(ca_name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(start).not_valid_after(end)
+            .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]),
+                           critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(
+                ca_ski), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    pem = serialization.Encoding.PEM
+    return TLSFiles(ca=_write(folder / "ca.pem", ca.public_bytes(pem)),
+                    cert=_write(folder / "superlink.pem", cert.public_bytes(pem)),
+                    key=_write(folder / "superlink.key", _pem_key(key), private=True))
+
+
+def make_node_key(folder, name: str) -> tuple[Path, Path]:
+    """A SuperNode's EC P-256 key pair in OpenSSH format.
+
+    Parameters
+    ----------
+    folder : path
+        Where ``<name>.key`` (mode 0600) and ``<name>.pub`` are written.
+    name : str
+        File stem, e.g. ``"node_3"``.
+
+    Returns
+    -------
+    (private_key_path, public_key_path)
+    """
+    if not name or os.sep in name:
+        raise ValueError(f"name must be a plain file stem, got {name!r}")
+    folder = Path(folder)
+    key = ec.generate_private_key(ec.SECP256R1())
+    private = key.private_bytes(serialization.Encoding.PEM,
+                                serialization.PrivateFormat.OpenSSH,
+                                serialization.NoEncryption())
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH,
+                                           serialization.PublicFormat.OpenSSH)
+    return (_write(folder / f"{name}.key", private, private=True),
+            _write(folder / f"{name}.pub", public + b"\n"))
+
+
+def register_nodes(public_keys, superlink: str = "local") -> None:
+    """Register ``public_keys`` with ``flwr supernode register`` (Flower's CLI, in process).
+
+    The CLI reads its connection ``superlink`` from ``$FLWR_HOME/config.toml``; a failed
+    registration raises ``RuntimeError``.
+    """
+    import click
+    import typer
+    from flwr.cli.app import app
+
+    command = typer.main.get_command(app)
+    for key in public_keys:
+        try:
+            command.main(["supernode", "register", str(key), superlink],
+                         prog_name="flwr", standalone_mode=False)
+        except (click.ClickException, SystemExit) as err:
+            raise RuntimeError(f"flwr supernode register {key} failed: {err}") from err
+
+
+if __name__ == "__main__":  # python -m topofl_lib.flower.security register KEY.pub ...
+    if sys.argv[1:2] != ["register"] or len(sys.argv) < 3:
+        sys.exit("usage: python -m topofl_lib.flower.security register PUBLIC_KEY ...")
+    register_nodes(sys.argv[2:])
