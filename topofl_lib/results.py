@@ -24,6 +24,7 @@ from .outputs import atomic_path
 
 __all__ = [
     "CLAIM_COLUMNS",
+    "NOT_RUN",
     "ablation_claim_values",
     "continual_claim_values",
     "deep_claim_values",
@@ -47,6 +48,16 @@ METHOD_KEYS = {"pTopoFL": "ptopofl", "FedAvg": "fedavg", "FedProx": "fedprox",
                "SCAFFOLD": "scaffold", "pFedMe": "pfedme"}
 SCENARIO_KEYS = {"healthcare": "hc", "benchmark": "bm"}
 METRIC_KEYS = {"auc": "auc", "accuracy": "acc", "convergence_round": "conv"}
+
+
+#: Claims whose setting cannot run on this machine, with the reason. The comparison
+#: shows each as a row without a value (``n_seeds`` 0, profile ``not run``) instead of
+#: omitting it.
+NOT_RUN: dict[str, str] = dict.fromkeys(
+    ["fedtopo.t3.a.without", "fedtopo.t3.a.with"],
+    "not run here: Setting A trains ResNet-18 on CIFAR-10, which cannot be had offline "
+    "(nothing is downloaded at run time) and is beyond a 2-core CPU; Setting B is the "
+    "FMNIST row")
 
 
 def load_paper_claims() -> pd.DataFrame:
@@ -89,9 +100,6 @@ def table1_claim_values(final: pd.DataFrame) -> dict[str, np.ndarray]:
             if cid in known:
                 out[cid] = g.sort_values("seed")[metric].to_numpy(dtype=np.float64)
     return out
-
-
-PARTITION_NAMES = {"N": "N", "L": "L", "K": "K", "Q": "Q"}
 
 
 def _percent(g: pd.DataFrame) -> np.ndarray:
@@ -171,6 +179,12 @@ def _read_claims(results_dir) -> pd.DataFrame:
     merged["note"] = notes.astype(object).where(notes.notna(), "")
     order = {cid: i for i, cid in enumerate(load_paper_claims().index)}
     merged = merged.drop_duplicates("id", keep="last")
+    missing = [cid for cid in NOT_RUN if cid not in set(merged["id"])]
+    if missing:
+        merged = pd.concat([merged, pd.DataFrame(
+            {"id": missing, "measured_mean": np.nan, "measured_std": np.nan, "n_seeds": 0,
+             "profile": "not run", "note": [NOT_RUN[c] for c in missing],
+             "source": "not run here"})], ignore_index=True)
     return merged.sort_values("id", key=lambda s: s.map(order)).reset_index(drop=True)
 
 
@@ -189,7 +203,11 @@ def comparison_document(results_dir) -> tuple[pd.DataFrame, str]:
     merged = _read_claims(results_dir)
     claims = merged[CLAIM_COLUMNS]
     lines = [f"- `{profile}`: {len(g)} rows ({', '.join(sorted(g['source'].unique()))})"
-             for profile, g in merged.groupby("profile", sort=True)]
+             for profile, g in merged.groupby("profile", sort=True) if profile != "not run"]
+    n_not_run = int((merged["profile"] == "not run").sum())
+    if n_not_run:
+        lines.append(f"- `not run`: {n_not_run} rows of settings that cannot run here, "
+                     "without a value (the note says why)")
     header = (
         "# Results versus the papers\n\nEach row carries the profile it was measured under "
         "(`python -m topofl_lib reproduce --profile NAME`; see the README). Rows by "
@@ -239,8 +257,9 @@ def comparison_markdown(measured: pd.DataFrame) -> str:
         within = {True: "yes", False: "**no**"}.get(r["within_2sd"], "n/a")
         lines.append(
             f"| `{cid}` | {r['setting']} | {r['method']} | {r['metric']} | "
-            f"{_fmt(r['paper_value'], '.4g')} | {r['measured_mean']:.4g} ± "
-            f"{r['measured_std']:.2g} | {int(r['n_seeds'])} | {_fmt(r['difference'], '+.3g')} | "
+            f"{_fmt(r['paper_value'], '.4g')} | {_fmt(r['measured_mean'], '.4g')} ± "
+            f"{_fmt(r['measured_std'], '.2g')} | {int(r['n_seeds'])} | "
+            f"{_fmt(r['difference'], '+.3g')} | "
             f"{within} | {r['profile']} | {r.get('note', '') if pd.notna(r.get('note')) else ''} |"
         )
     return "\n".join(lines) + "\n"
