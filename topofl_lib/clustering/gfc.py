@@ -211,6 +211,19 @@ class GravitationalFederatedClustering(ClusterMixin, BaseEstimator):
     n_peaks_ : int  peaks found by the persistence step
     peaks_ : ndarray  synthetic-point index of the peak behind each persistence centre
     fallback_ : str or None  which fallback filled missing centres, if any
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topofl_lib.clustering import GravitationalFederatedClustering
+    >>> rng = np.random.default_rng(0)
+    >>> centres = np.array([[0.2, 0.2], [0.8, 0.8]])
+    >>> clients = [centres[k % 2] + 0.05 * rng.normal(size=(200, 2)) for k in range(4)]
+    >>> gfc = GravitationalFederatedClustering(n_clusters=2, epsilon=5.0, random_state=0)
+    >>> gfc.fit(clients).cluster_centers_.shape
+    (2, 2)
+    >>> gfc.predict(centres)
+    array([0, 1])
     """
 
     def __init__(self, n_clusters=2, epsilon=1.0, sensitivity=1.0, n_local=None, delta=None,

@@ -142,6 +142,48 @@ def make_healthcare(
     trained centrally on the pooled honest training data scores AUC about 0.82 on the
     honest test splits (0.74 when the poisoned hospitals are pooled in; 10 seeds), a
     realistic level for clinical risk models.
+
+    Parameters
+    ----------
+    n_clients : int, default=8
+        Hospitals (at least 2).
+    n_adversarial : int, default=2
+        Adversarial hospitals, drawn at random (``0 <= n_adversarial < n_clients``).
+    n_features : int, default=20
+        Features per record.
+    n_informative : int, default=10
+        Leading features that enter the risk score.
+    size_range : (int, int), default=(60, 250)
+        Range of the hospitals' record counts (at least 10).
+    mortality_range : (float, float), default=(0.10, 0.45)
+        Range of the hospitals' positive rates.
+    signal : float, optional
+        Norm scale of the risk coefficients (``"ours"`` only; default 1.5).
+    test_size : float, optional
+        Test fraction of each hospital (default 0.3, or 0.2 under ``"paper"``).
+    attack : str, default="label_flip"
+        What the adversarial hospitals do, one of :data:`ATTACKS`.
+    attack_scale : float, default=3.0
+        Scale of the ``"sign_flip"`` update.
+    random_state : None, int or Generator
+        Seeds the generator.
+    protocol : {"ours", "paper"}, default="ours"
+        Which generator (see above).
+
+    Returns
+    -------
+    FederatedScenario
+        Named ``"healthcare"``; ``meta["groups"]`` holds each hospital's subpopulation.
+
+    Examples
+    --------
+    >>> from topofl_lib import make_healthcare
+    >>> scenario = make_healthcare(n_clients=4, n_adversarial=1, random_state=0)
+    >>> client = scenario.clients[0]
+    >>> client.X_train.shape, client.X_test.shape
+    ((96, 20), (42, 20))
+    >>> sum(c.adversarial for c in scenario.clients)
+    1
     """
     if _check_protocol(protocol) == "paper":
         from .paper_protocol import paper_healthcare
@@ -371,6 +413,13 @@ def make_scenario(name: str, random_state=None, protocol: str = "ours",
     Returns
     -------
     FederatedScenario
+
+    Examples
+    --------
+    >>> from topofl_lib import make_scenario
+    >>> scenario = make_scenario("benchmark", random_state=0)
+    >>> scenario.name, len(scenario.clients)
+    ('benchmark', 10)
     """
     spec = get_scenario(name)
     if protocol not in spec.protocols:

@@ -163,6 +163,19 @@ def cubical_pairs(maps, backend: str = "auto") -> list[np.ndarray]:
     list of ndarray of shape (n_pairs, 3)
         For each map, rows ``(dim, birth_pixel, death_pixel)`` with pixels as C-order
         flat indices into the map; only finite pairs with positive persistence.
+
+    Examples
+    --------
+    Four local minima (pixels 0, 2, 6 and 8) separated by ridges of value 3: the
+    component of the global minimum (pixel 0) never dies (not listed), each of the three
+    others dies at the ridge pixel that joins it to an older one:
+
+    >>> import numpy as np
+    >>> m = np.array([[0.0, 3.0, 1.0], [3.0, 3.0, 3.0], [2.0, 3.0, 0.5]])
+    >>> cubical_pairs(m[None], backend="gudhi")[0]
+    array([[0, 2, 1],
+           [0, 6, 3],
+           [0, 8, 5]])
     """
     map_index, pairs = batch_pairs(maps, backend)
     n = np.shape(maps)[0]
