@@ -6,13 +6,15 @@ What is checked (numpydoc's own parser, ``numpydoc.docscrape``, reads the sectio
 
 - the public objects are the names in each module's ``__all__`` (every module of the
   package is walked; a module without ``__all__`` contributes its public names defined
-  there; ``__main__`` is skipped), the public methods those classes define themselves
-  (inherited ones are checked where they are defined), each object once;
+  there; ``__main__`` and private modules such as ``_validation`` are skipped), the
+  public methods those classes define themselves (inherited ones are checked where they
+  are defined), each object once;
 - parameters: those of the signature without ``self``/``cls``; ``*args``/``**kwargs``
   count as parameters and are documented as ``*args``/``**kwargs`` (numpydoc's
   convention); an object with fewer than two is not checked;
 - a class's parameters are its ``__init__``'s, documented in the class docstring
-  (scikit-learn's convention); a dataclass or ``NamedTuple`` may document its fields in
+  (scikit-learn's convention; an ``__init__`` inherited from outside topofl_lib, such as
+  a ``Protocol``'s, has none); a dataclass or ``NamedTuple`` may document its fields in
   an ``Attributes`` section instead (they are both);
 - ``Returns``/``Yields`` is required when the return annotation is present and is not
   ``None`` (a method returning ``self`` documents it as ``self``);
@@ -20,6 +22,10 @@ What is checked (numpydoc's own parser, ``numpydoc.docscrape``, reads the sectio
 
 A module whose optional extra is not installed is skipped (its import fails with
 ``ImportError``); the dev environment has every extra, so there nothing is skipped.
+
+``docstring_backlog.txt`` (next to this file) lists the objects not yet documented when
+the check was introduced. It may only shrink: an object outside it that fails fails the
+test, and so does an entry that now passes or no longer exists (delete the line).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import importlib
 import inspect
 import pkgutil
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -37,13 +44,20 @@ docscrape = pytest.importorskip("numpydoc.docscrape")
 import topofl_lib  # noqa: E402
 
 SKIP_MODULES = {"topofl_lib.__main__"}
+BACKLOG = Path(__file__).with_name("docstring_backlog.txt")
+
+
+def _backlog() -> set[str]:
+    """Qualified names of the objects still waiting for their sections."""
+    lines = BACKLOG.read_text().splitlines() if BACKLOG.exists() else []
+    return {ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")}
 
 
 def _modules():
     """Every importable module of topofl_lib, and the names of those that are not."""
     mods, missing = [topofl_lib], []
     for info in pkgutil.walk_packages(topofl_lib.__path__, "topofl_lib."):
-        if info.name in SKIP_MODULES:
+        if info.name in SKIP_MODULES or any(p.startswith("_") for p in info.name.split(".")):
             continue
         try:
             mods.append(importlib.import_module(info.name))
@@ -82,11 +96,12 @@ def _public_objects():
 def _parameters(obj) -> list[str]:
     """The documented-name form of ``obj``'s parameters (a class: its ``__init__``'s)."""
     target = obj.__init__ if inspect.isclass(obj) else obj
-    if target is object.__init__:
-        return []
+    if not getattr(target, "__module__", "").startswith("topofl_lib"):
+        return []  # object's or typing.Protocol's __init__: nothing to document
+    is_method = "." in target.__qualname__.replace("<locals>.", "")
     names = []
     for i, p in enumerate(inspect.signature(target).parameters.values()):
-        if i == 0 and p.name in ("self", "cls"):
+        if i == 0 and is_method and p.name in ("self", "cls"):
             continue
         prefix = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "")
         names.append(prefix + p.name)
@@ -140,9 +155,13 @@ def test_the_walk_finds_the_public_api():
 
 def test_public_docstrings_have_numpydoc_sections():
     """Each public object with two or more parameters documents them (and what it returns)."""
-    offenders = [p for name, obj in sorted(_public_objects().items())
-                 for p in _problems(name, obj)]
+    objects, backlog = _public_objects(), _backlog()
+    problems = {name: _problems(name, obj) for name, obj in sorted(objects.items())}
+    offenders = [p for name, ps in problems.items() if name not in backlog for p in ps]
     assert not offenders, f"{len(offenders)} docstring problems:\n" + "\n".join(offenders)
+    done = sorted(n for n in backlog if not problems.get(n))
+    assert not done, (f"{BACKLOG.name} lists objects that are documented now (or gone); "
+                      "delete their lines:\n" + "\n".join(done))
 
 
 def test_the_check_catches_an_undocumented_function():

@@ -75,6 +75,10 @@ class FedProx(FedAvg):
 
     Parameters
     ----------
+    n_rounds, lr, local_epochs, batch_size, C, model, random_state, rng_streams
+        As in :class:`~topofl_lib.federated.FederatedAlgorithm`.
+    evaluate_on, standardise
+        As in :class:`~topofl_lib.federated.FederatedAlgorithm`.
     mu : float, default=0.1
         Proximal strength (paper Sec. 4.1: 0.1).
     """

@@ -240,7 +240,19 @@ class ClassConditionalDescriptor(TransformerMixin, BaseEstimator):
         return check_client_pairs(X, "labels", self.n_classes)
 
     def fit(self, X, y=None):
-        """Validate the parameters and record the feature dimension."""
+        """Validate the parameters and record the feature dimension.
+
+        Parameters
+        ----------
+        X : list of (points, labels) pairs
+            The clients (``transform``'s input).
+        y : None
+            Ignored (scikit-learn's API).
+
+        Returns
+        -------
+        self
+        """
         self._check_params()
         self.n_features_in_ = common_dimension([p for p, _ in self._clients(X)], "clients")
         self.feature_names_out_ = class_conditional_names(

@@ -222,7 +222,19 @@ class ModelAnchoredDescriptor(TransformerMixin, BaseEstimator):
         check_model_anchored_params(**self.get_params())
 
     def fit(self, X, y=None):
-        """Validate the parameters and record the dimension of the points."""
+        """Validate the parameters and record the dimension of the points.
+
+        Parameters
+        ----------
+        X : list of (points, margins) pairs
+            The clients (``transform``'s input).
+        y : None
+            Ignored (scikit-learn's API).
+
+        Returns
+        -------
+        self
+        """
         self._check_params()
         clients = check_client_pairs(X, "margins")
         self.n_features_in_ = common_dimension([p for p, _ in clients], "clients")
