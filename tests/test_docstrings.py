@@ -18,7 +18,8 @@ What is checked (numpydoc's own parser, ``numpydoc.docscrape``, reads the sectio
   an ``Attributes`` section instead (they are both);
 - ``Returns``/``Yields`` is required when the return annotation is present and is not
   ``None`` (a method returning ``self`` documents it as ``self``);
-- a documented parameter that the signature lacks is an error too (stale docs).
+- a documented parameter that the signature lacks is an error too (stale docs); a base
+  class may document a parameter that some of its subclasses add.
 
 A module whose optional extra is not installed is skipped (its import fails with
 ``ImportError``); the dev environment has every extra, so there nothing is skipped.
@@ -96,7 +97,7 @@ def _public_objects():
 def _parameters(obj) -> list[str]:
     """The documented-name form of ``obj``'s parameters (a class: its ``__init__``'s)."""
     target = obj.__init__ if inspect.isclass(obj) else obj
-    if not getattr(target, "__module__", "").startswith("topofl_lib"):
+    if inspect.isclass(obj) and not getattr(target, "__module__", "").startswith("topofl_lib"):
         return []  # object's or typing.Protocol's __init__: nothing to document
     is_method = "." in target.__qualname__.replace("<locals>.", "")
     names = []
@@ -106,6 +107,13 @@ def _parameters(obj) -> list[str]:
         prefix = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "")
         names.append(prefix + p.name)
     return names
+
+
+def _subclasses(cls) -> list[type]:
+    out = []
+    for sub in cls.__subclasses__():
+        out += [sub, *_subclasses(sub)]
+    return out
 
 
 def _returns_something(func) -> bool:
@@ -134,6 +142,8 @@ def _problems(name: str, obj) -> list[str]:
     if missing := [p for p in params if p not in documented]:
         out.append(f"{name}: Parameters section lacks {', '.join(missing)}")
     bare = {p.lstrip("*") for p in params} | set(params)
+    if inspect.isclass(obj):  # a base class may document its subclasses' shared parameters
+        bare |= {p for sub in _subclasses(obj) for p in _parameters(sub)}
     if stale := sorted(d for d in documented if d not in bare and not is_record):
         out.append(f"{name}: documents parameters it does not have: {', '.join(stale)}")
     if (not inspect.isclass(obj) and _returns_something(obj)

@@ -59,6 +59,9 @@ EVALUATE_ON = ("honest", "all")
 class FederatedAlgorithm(BaseEstimator):
     """Base class; see the module docstring.
 
+    FedAvg, pTopoFL and Local-only add ``solver`` (documented here, under Parameters,
+    with the parameters every algorithm shares).
+
     Parameters
     ----------
     n_rounds : int
