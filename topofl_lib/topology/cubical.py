@@ -57,6 +57,18 @@ def resolve_backend(backend: str, n_pixels: int | None = None) -> str:
     ``"auto"``: numba when installed (a dependency of topofl); else cripser if installed
     and the maps have at least :data:`AUTO_CRIPSER_PIXELS` pixels (or their size is not
     given), else gudhi.
+
+    Parameters
+    ----------
+    backend : {"auto", "numba", "cripser", "gudhi"}
+        The requested backend; a named one must be installed.
+    n_pixels : int, optional
+        Pixels per map (only ``"auto"`` reads it).
+
+    Returns
+    -------
+    str
+        ``"numba"``, ``"cripser"`` or ``"gudhi"``.
     """
     check_choice(backend, "backend", CUBICAL_BACKENDS)
     if backend == "auto":
