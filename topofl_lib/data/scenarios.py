@@ -272,6 +272,32 @@ def make_benchmark(
     ``make_classification``'s ``class_sep=1.0`` and the last 20% of each client's
     shuffled records as its test set when not given; the scenario makes every method
     evaluate all clients on per-client standardised features by default.
+
+    Parameters
+    ----------
+    n_clients : int, default=10
+        Clients (at least 2).
+    n_features : int, default=20
+        Features per record.
+    n_informative : int, default=12
+        Leading features that carry the class blobs; the rest are noise.
+    size_range : (int, int), optional
+        Range of the clients' record counts (see above for the default).
+    imbalance_range : (float, float), default=(0.1, 0.9)
+        Range of the clients' positive fractions, within [0, 1].
+    class_sep : float, optional
+        Blob-centre distance from the origin per informative axis (see above).
+    test_size : float, optional
+        Test fraction of each client (see above).
+    random_state : None, int or Generator
+        Seeds the generator.
+    protocol : {"ours", "paper"}, default="ours"
+        Which generator (see above).
+
+    Returns
+    -------
+    FederatedScenario
+        Named ``"benchmark"``; no adversarial client.
     """
     if _check_protocol(protocol) == "paper":
         from .paper_protocol import paper_benchmark
@@ -336,6 +362,30 @@ def make_continual(
     changes. From round ``shift_round`` (0-based) on, ``n_shifted`` clients chosen at
     random switch to their new task (training and test data). ``meta`` records
     ``shifted`` and ``shift_round``.
+
+    Parameters
+    ----------
+    n_clients : int, default=6
+        Clients (at least 2).
+    n_rounds : int, default=20
+        Rounds the schedule covers (at least 2).
+    n_shifted : int, default=2
+        Clients that switch task.
+    shift_round : int, default=10
+        First round of the new task, in ``[1, n_rounds - 1]``.
+    size_range : (int, int), default=(60, 250)
+        Range of the per-round training sample size.
+    pool_size : int, default=600
+        Records of each task a client draws from (at least ``size_range[1]``).
+    shift_scale : float, default=1.0
+        Offset of the new subpopulation, >= 0 (see above).
+    random_state : None, int or Generator
+        Seeds the generator.
+
+    Returns
+    -------
+    FederatedScenario
+        Named ``"continual"``, with a ``schedule`` of per-round client data.
     """
     check_int(n_clients, "n_clients", low=2)
     check_int(n_rounds, "n_rounds", low=2)
