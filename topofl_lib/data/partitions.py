@@ -36,8 +36,7 @@ def kmeans_noniid_partition(X, y, n_clients: int = 10, random_state=None) -> lis
     Returns
     -------
     list of ndarray of int64
-        Sorted row indices of each client; every record belongs to exactly one client,
-        and every client has at least one.
+        Sorted row indices of each client; every record belongs to exactly one client.
     """
     X = check_points(X)
     y = np.asarray(y)
