@@ -179,11 +179,25 @@ def run_comparison(
         numbers are the same as with one worker. A callable ``scenario`` must then be
         picklable (a module-level function or a ``functools.partial`` of one).
 
+    Returns
+    -------
+    ComparisonResult
+        Per-round curves and the final metrics of every (method, seed) run.
+
     Notes
     -----
     With ``cache_dir`` or ``n_workers > 1`` the kept models are the fitted estimators
     without their private attributes (training data, network, random generators):
     the parameters and every fitted ``*_`` attribute.
+
+    Examples
+    --------
+    >>> from topofl_lib.experiments import run_comparison
+    >>> result = run_comparison("healthcare", seeds=[0], methods=["FedAvg", "pTopoFL"],
+    ...                         n_rounds=2, progress=False,
+    ...                         scenario_params={"n_clients": 4, "n_adversarial": 1})
+    >>> sorted(result.final["method"]), len(result.final)
+    (['FedAvg', 'pTopoFL'], 2)
     """
     seeds = check_seeds(seeds)
     methods = _check_methods(methods)
