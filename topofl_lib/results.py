@@ -73,6 +73,21 @@ def claim_rows(values: Mapping[str, np.ndarray], profile: str,
     ``notes`` (``{claim id: text}``) marks rows measured in a different setting than the
     paper's, e.g. a stand-in dataset. Raises ``ValueError`` for an id that is not in the
     claims table, so a typo cannot silently drop a measurement.
+
+    Parameters
+    ----------
+    values : Mapping of str to array-like
+        Claim id -> per-seed measurements.
+    profile : str
+        The run profile recorded in every row.
+    notes : Mapping of str to str, optional
+        Claim id -> note.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`CLAIM_COLUMNS`: the mean, the standard deviation (ddof=1) and the number of
+        seeds per id.
     """
     notes = dict(notes or {})
     known = load_paper_claims().index
@@ -114,6 +129,18 @@ def fedtopo_claim_values(final: pd.DataFrame, tgbs: pd.DataFrame | None = None
     ``FedAvg`` give Table 1, ``FedTopo`` and ``FedTopo w/o TAL`` on the L partition give
     Table 3's Setting B; ``FedTopo@<block>`` on L gives Table 2's accuracies and ``tgbs``
     (columns ``block, seed, auc``) its AUCs.
+
+    Parameters
+    ----------
+    final : pandas.DataFrame
+        The comparison's ``final`` table (``accuracy`` as a fraction).
+    tgbs : pandas.DataFrame, optional
+        TGBS scores per block and seed.
+
+    Returns
+    -------
+    dict of str to ndarray
+        Claim id -> per-seed values in percent, sorted by seed (only known ids).
     """
     known = set(load_paper_claims().index)
     out = {}
@@ -162,7 +189,22 @@ def deep_claim_values(final: pd.DataFrame) -> tuple[dict[str, np.ndarray], dict[
 
 
 def write_claims(rows: pd.DataFrame, results_dir, name: str) -> Path:
-    """Write one notebook's claim rows to ``results_dir/claims/<name>.csv`` (atomically)."""
+    """Write one notebook's claim rows to ``results_dir/claims/<name>.csv`` (atomically).
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Claim rows, as from :func:`claim_rows`.
+    results_dir : str or Path
+        The results folder.
+    name : str
+        The file's stem.
+
+    Returns
+    -------
+    Path
+        The written file.
+    """
     path = Path(results_dir) / "claims" / f"{name}.csv"
     with atomic_path(path) as tmp:
         rows.to_csv(tmp, index=False, float_format="%.6g")
@@ -273,7 +315,20 @@ def _per_seed(df: pd.DataFrame, column: str, **where) -> np.ndarray:
 
 
 def robustness_claim_values(final: pd.DataFrame, rate: float = 0.5) -> dict[str, np.ndarray]:
-    """``ptopofl.robust.50.*`` and ``topofl.robust.50.*`` from a robustness sweep."""
+    """``ptopofl.robust.50.*`` and ``topofl.robust.50.*`` from a robustness sweep.
+
+    Parameters
+    ----------
+    final : pandas.DataFrame
+        The sweep's ``final`` table (with a ``rate`` column).
+    rate : float, default=0.5
+        The adversarial rate the claims are read at.
+
+    Returns
+    -------
+    dict of str to ndarray
+        Claim id -> per-seed final AUCs, sorted by seed (methods without runs left out).
+    """
     keys = {"pTopoFL": "ptopofl.robust.50.ptopofl", "FedAvg": "ptopofl.robust.50.fedavg",
             "Median": "topofl.robust.50.median", "TrimmedMean": "topofl.robust.50.trimmedmean",
             "Krum": "topofl.robust.50.krum"}
@@ -301,7 +356,22 @@ def continual_claim_values(per_seed: pd.DataFrame) -> dict[str, np.ndarray]:
 
 def gfc_claim_values(main: pd.DataFrame, multiplier: pd.DataFrame | None = None,
                      scalability: pd.DataFrame | None = None) -> dict[str, np.ndarray]:
-    """``gfc.*`` ids (MNIST rows measured on MNIST-5k in 2-D; Table 1 is in percent)."""
+    """``gfc.*`` ids (MNIST rows measured on MNIST-5k in 2-D; Table 1 is in percent).
+
+    Parameters
+    ----------
+    main : pandas.DataFrame
+        ARI/NMI per dataset, epsilon, method and seed.
+    multiplier : pandas.DataFrame, optional
+        ARI per ``alpha``, epsilon and seed (Table 3).
+    scalability : pandas.DataFrame, optional
+        ARI/NMI per ``n_clients``, method, epsilon and seed (Table 6).
+
+    Returns
+    -------
+    dict of str to ndarray
+        Claim id -> per-seed values sorted by seed (only known ids).
+    """
     keys = {"GFC": "gfc", "k-FED": "kfed", "MUFC": "mufc", "NN-FC": "nnfc"}
     known = set(load_paper_claims().index)
     out = {}
