@@ -7,8 +7,9 @@ pytest-markdown-docs, as it does the README.)
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -4,4 +4,5 @@ import sys
 
 from .reproduce import main
 
-sys.exit(main())
+if __name__ == "__main__":  # importing it (pytest --doctest-modules) runs nothing
+    sys.exit(main())

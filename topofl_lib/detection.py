@@ -69,6 +69,18 @@ def separated_group_z(n_clients: int, n_group: int) -> float:
     separation: a minority group's z is positive, a majority's negative. With exactly
     half the clients in each group the two are symmetric and every z is 0 (in exact
     arithmetic; Eq. 8 cannot tell the groups apart).
+
+    Parameters
+    ----------
+    n_clients : int
+        Number of clients ``K`` (at least 2).
+    n_group : int
+        Size ``a`` of the group (1 to ``K - 1``).
+
+    Returns
+    -------
+    float
+        The group's z-score.
     """
     K = check_int(n_clients, "n_clients", low=2)
     a = check_int(n_group, "n_group", low=1, high=K - 1)
@@ -85,6 +97,20 @@ def partial_flip(scenario: FederatedScenario, fraction: float, random_state=None
     labels fully flipped, as :func:`~topofl_lib.data.make_healthcare` with
     ``attack="label_flip"`` makes them): the full flip is undone and a random
     ``fraction`` of the records, at least one of each class left, is flipped.
+
+    Parameters
+    ----------
+    scenario : FederatedScenario
+        A label-flipping scenario.
+    fraction : float
+        Fraction of each adversary's records that keep a flipped label, in [0, 1].
+    random_state : None, int or Generator
+        Seeds which records are flipped.
+
+    Returns
+    -------
+    FederatedScenario
+        A copy, with ``flip_fraction`` added to ``meta``.
     """
     if not isinstance(scenario, FederatedScenario):
         raise TypeError(f"scenario must be a FederatedScenario, got {type(scenario).__name__}")
@@ -114,7 +140,24 @@ def detection_scenarios(
     n_clients: int = 10,
 ) -> dict[str, Callable[[int], FederatedScenario]]:
     """Healthcare scenarios keyed ``"<attack> <rate>"`` (``"partial<f> <rate>"`` for a
-    partial flip of fraction ``f``), each a function ``seed -> FederatedScenario``."""
+    partial flip of fraction ``f``), each a function ``seed -> FederatedScenario``.
+
+    Parameters
+    ----------
+    rates : iterable of float, default=(0.2, 0.3, 0.5)
+        Fractions of adversarial hospitals, each in [0, 0.5].
+    attacks : iterable of str, default=("label_flip", "noisy_label_flip")
+        Attacks of :func:`~topofl_lib.data.make_healthcare`.
+    partial_fractions : iterable of float, default=()
+        Partial-flip fractions (see :func:`partial_flip`).
+    n_clients : int, default=10
+        Number of hospitals.
+
+    Returns
+    -------
+    dict of str to callable
+        Scenario label -> ``seed -> FederatedScenario``.
+    """
     check_int(n_clients, "n_clients", low=2)
     out = {}
     for rate in rates:
@@ -208,6 +251,18 @@ def detection_rates(runs: pd.DataFrame, tau: float = 1.8) -> pd.DataFrame:
     Columns ``tpr``, ``fpr``, ``n_adversarial``, ``n_honest``, ``seeds_all_flagged``
     (seeds in which every adversary is flagged) and ``seeds_any_false`` (seeds with at
     least one honest client flagged). TPR is NaN without adversaries.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        Per-client rows from :func:`detection_runs`.
+    tau : float, default=1.8
+        The trust threshold.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (scenario, descriptor), with ``tau`` and the columns above.
     """
     check_real(tau, "tau")
     rows = []
@@ -249,6 +304,22 @@ def roc_table(runs: pd.DataFrame, score: str = "z", positive: str = "adversarial
     has scenario, descriptor, auc and ``tpr_at_fpr05`` (the best TPR among thresholds
     with FPR <= 0.05), pooled over seeds. Scenarios without positives are skipped.
     ``score="drift", positive="shifted"`` reads :func:`drift_runs`.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        Per-client rows (:func:`detection_runs` or :func:`drift_runs`).
+    score : str, default="z"
+        The score column.
+    positive : str, default="adversarial"
+        The boolean column of the positives.
+
+    Returns
+    -------
+    curves : pandas.DataFrame
+        See above.
+    aucs : pandas.DataFrame
+        See above.
     """
     curves, aucs = [], []
     for (scen, desc), g in _groups(runs, ("scenario", "descriptor", score, positive)):
@@ -281,6 +352,27 @@ def drift_runs(
     on, as :func:`~topofl_lib.experiments.continual_experiment` judges detection.
     Columns: scenario (``"continual"``), descriptor, seed, client, shifted, drift,
     final_auc. ROC: ``roc_table(runs, "drift", "shifted")``.
+
+    Parameters
+    ----------
+    seeds : iterable of int
+        The seeds.
+    descriptors : dict, optional
+        Label -> PTopoFL ``descriptor`` option; default every name of
+        :data:`~topofl_lib.federated.client_descriptors.DESCRIPTORS`.
+    n_rounds : int, default=20
+        Communication rounds (at least 2).
+    scenario_params : dict, optional
+        Further :func:`~topofl_lib.data.make_continual` parameters.
+    params : dict, optional
+        Further :class:`~topofl_lib.federated.PTopoFL` parameters.
+    progress : bool, default=True
+        Show a tqdm bar.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (seed, descriptor, client), with the columns above.
     """
     seeds = check_seeds(seeds)
     check_int(n_rounds, "n_rounds", low=2)

@@ -129,6 +129,13 @@ PAPER_ROW_OF = {"Local-only": "FedAvg", "SCAFFOLD (v1.0.0 rule)": "SCAFFOLD"}
 class ComparisonResult:
     """Per-round curves and final metrics of a multi-seed comparison.
 
+    Parameters
+    ----------
+    curves, final : pandas.DataFrame
+        Stored as the attributes below.
+    models : dict
+        Stored as ``models``.
+
     Attributes
     ----------
     curves : pandas.DataFrame
@@ -150,7 +157,20 @@ class ComparisonResult:
         return summarise(self.final, metric)
 
     def paired(self, reference: str = "pTopoFL", metric: str = "auc") -> pd.DataFrame:
-        """Paired differences ``reference - baseline``; see :func:`paired_differences`."""
+        """Paired differences ``reference - baseline``; see :func:`paired_differences`.
+
+        Parameters
+        ----------
+        reference : str, default="pTopoFL"
+            The method the others are compared with.
+        metric : str, default="auc"
+            A column of ``final``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per other method.
+        """
         return paired_differences(self.final, reference, metric)
 
 
@@ -226,11 +246,25 @@ def run_comparison(
         numbers are the same as with one worker. A callable ``scenario`` must then be
         picklable (a module-level function or a ``functools.partial`` of one).
 
+    Returns
+    -------
+    ComparisonResult
+        Per-round curves and the final metrics of every (method, seed) run.
+
     Notes
     -----
     With ``cache_dir`` or ``n_workers > 1`` the kept models are the fitted estimators
     without their private attributes (training data, network, random generators):
     the parameters and every fitted ``*_`` attribute.
+
+    Examples
+    --------
+    >>> from topofl_lib.experiments import run_comparison
+    >>> result = run_comparison("healthcare", seeds=[0], methods=["FedAvg", "pTopoFL"],
+    ...                         n_rounds=2, progress=False,
+    ...                         scenario_params={"n_clients": 4, "n_adversarial": 1})
+    >>> sorted(result.final["method"]), len(result.final)
+    (['FedAvg', 'pTopoFL'], 2)
     """
     seeds = check_seeds(seeds)
     methods = _check_methods(methods)
@@ -407,6 +441,18 @@ def summarise(final: pd.DataFrame, metric: str = "auc") -> pd.DataFrame:
     """Per method: ``mean``, ``std`` (ddof=1), 95% t-interval, ``n_seeds``.
 
     The interval is in ``ci_low``/``ci_high``.
+
+    Parameters
+    ----------
+    final : pandas.DataFrame
+        One row per (method, seed), as :attr:`ComparisonResult.final`.
+    metric : str, default="auc"
+        A name of :data:`METRICS`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by method.
     """
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}; expected one of {list(METRICS)}")
@@ -427,6 +473,20 @@ def paired_differences(final: pd.DataFrame, reference: str = "pTopoFL",
     Columns: ``mean_diff``, 95% t-interval ``ci_low``/``ci_high``, ``wins`` (seeds where
     the reference is strictly better), ``n_seeds``, and the two-sided Wilcoxon
     signed-rank ``p_wilcoxon`` (NaN when every difference is zero or n < 2).
+
+    Parameters
+    ----------
+    final : pandas.DataFrame
+        One row per (method, seed), as :attr:`ComparisonResult.final`.
+    reference : str, default="pTopoFL"
+        The method the others are compared with (must be present).
+    metric : str, default="auc"
+        A name of :data:`METRICS`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by method (every method but ``reference``).
     """
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}; expected one of {list(METRICS)}")
@@ -487,6 +547,19 @@ def table1(result: ComparisonResult, single_run: ComparisonResult | None = None
     shown beside the paper row it explains (column ``paper row``, present when any label
     differs from its paper row). ``single_run`` (a one-seed result, e.g. seed 42, the
     paper's single run) adds its values in a column ``seed <s>``.
+
+    Parameters
+    ----------
+    result : ComparisonResult
+        A multi-seed comparison on one scenario.
+    single_run : ComparisonResult, optional
+        A one-seed comparison on the same scenario.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by (metric, method), with ``scenario``, ``ours``, ``95% CI``, ``paper``, ``seeds``
+        and the optional columns above.
     """
     from .results import METHOD_KEYS, SCENARIO_KEYS, load_paper_claims
 
@@ -532,6 +605,20 @@ def paper_gaps(result: ComparisonResult, reference: str = "pTopoFL",
     differences, and ``z = (paper_gap - mean_diff) / sd_seed``: how unusual the paper's
     gap would be as a single run of our protocol (|z| > 2: the paper's gap does not
     come from the same mechanism). Methods without a paper row are left out.
+
+    Parameters
+    ----------
+    result : ComparisonResult
+        A multi-seed comparison on one scenario.
+    reference : str, default="pTopoFL"
+        The method the gaps are taken from.
+    metric : {"auc", "accuracy"}, default="auc"
+        The compared metric.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by method, with the columns above.
     """
     from .results import METHOD_KEYS, SCENARIO_KEYS, load_paper_claims
 
@@ -630,17 +717,46 @@ def robustness_sweep(
     ``round(rate * n_clients)`` hospitals of :func:`~topofl_lib.data.make_healthcare`
     run ``attack``; pTopoFL uses ``tau`` (paper Table 3: 1.8 for robustness). Returns the
     merged :class:`ComparisonResult` (with ``rate`` and ``protocol`` columns in
-    ``curves`` and ``final``) and a Theorem 5 table for pTopoFL: per rate and seed, the
-    measured adversarial weight in the consensus, the trust share of adversaries, the
-    separation ``lam_delta`` and the bound.
+    ``curves`` and ``final``)
+    and a Theorem 5 table for pTopoFL: per rate and seed, the measured adversarial
+    weight in the consensus, the trust share of adversaries, the separation
+    ``lam_delta`` and the bound.
 
-    ``protocol="ours"``: our generator, ``methods`` are method names (default: the
-    paper's five) with their defaults. ``protocol="paper"``: the generator, evaluation
-    and local solvers of the paper's released code, ``methods`` are labels of
-    :data:`TABLE1_VARIANTS` ``["paper"]`` (default: all of them); the hospitals are
-    ``n_clients`` draws of :func:`~topofl_lib.data.paper_protocol.paper_healthcare`,
-    whose adversaries flip 30% of all their labels (test labels included) and are
-    scored with the others.
+    Parameters
+    ----------
+    rates : sequence of float, default=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
+        Fractions of adversarial hospitals, each in [0, 0.5].
+    seeds : iterable of int, default=range(10)
+        The seeds.
+    methods : sequence of str, optional
+        Under ``protocol="ours"`` method names (default: :data:`METHODS`) with their
+        defaults; under ``protocol="paper"`` labels of :data:`TABLE1_VARIANTS`
+        ``["paper"]`` (default: all of them), i.e. the paper code's local solvers.
+    attack : str, default="label_flip"
+        The adversaries' attack (see :func:`~topofl_lib.data.make_healthcare`).
+    n_clients : int, default=10
+        Number of hospitals.
+    n_rounds : int, default=10
+        Communication rounds.
+    tau : float, default=1.8
+        pTopoFL's trust threshold.
+    progress : bool, default=True
+        Show tqdm bars.
+    protocol : {"ours", "paper"}, default="ours"
+        ``"ours"``: our generator (adversaries flip all their training labels, only
+        honest hospitals are scored). ``"paper"``: the generator, evaluation and local
+        solvers of the paper's released code; the hospitals are ``n_clients`` draws of
+        :func:`~topofl_lib.data.paper_protocol.paper_healthcare`, whose adversaries flip
+        30% of all their labels (test labels included) and are scored with the others.
+
+    Returns
+    -------
+    result : ComparisonResult
+        All rates' runs, with ``rate`` and ``protocol`` columns.
+    theorem5 : pandas.DataFrame
+        One row per (rate, seed) of pTopoFL: ``protocol``, ``eps``, ``adversarial_weight``,
+        ``adversarial_trust_share``, ``delta_sep``, ``lam``, ``lam_delta``, ``bound`` and
+        ``assumption_holds``.
     """
     from .theory import adversarial_separation, theorem5_bound
 
@@ -708,6 +824,26 @@ def continual_experiment(
       statistic exceeded the threshold at or after the shift (``detected``), the
       fraction of stable clients that ever exceeded it (``false_alarms``), the rounds at
       which re-clustering fired, and the final AUC with and without re-clustering.
+
+    Parameters
+    ----------
+    seeds : iterable of int, default=range(10)
+        The seeds.
+    n_rounds : int, default=20
+        Communication rounds.
+    drift_threshold : float, default=0.12
+        Re-clustering threshold of the adaptive run (> 0).
+    scenario_params : dict, optional
+        Further :func:`~topofl_lib.data.make_continual` parameters.
+    progress : bool, default=True
+        Show a tqdm bar.
+
+    Returns
+    -------
+    per_round : pandas.DataFrame
+        See above.
+    per_seed : pandas.DataFrame
+        See above.
     """
     from .data.scenarios import make_continual
     from .federated.ptopofl import PTopoFL

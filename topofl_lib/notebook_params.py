@@ -57,24 +57,66 @@ PROFILES = ("quick", "cpu", "paper")
 # --------------------------------------------------------------------------- value specs
 @dataclass(frozen=True)
 class Int:
-    """An int in ``[low, high]``."""
+    """An int in ``[low, high]``.
+
+    Attributes
+    ----------
+    low, high : int or None
+        Inclusive bounds (``None``: unbounded).
+    """
 
     low: int | None = None
     high: int | None = None
 
     def check(self, value: Any, name: str) -> int:
+        """``value`` as an int; a ``TypeError`` or ``ValueError`` names ``name``.
+
+        Parameters
+        ----------
+        value : object
+            The value to check.
+        name : str
+            The parameter's name, used in error messages.
+
+        Returns
+        -------
+        int
+            The checked value.
+        """
         return check_int(value, name, low=self.low, high=self.high)
 
 
 @dataclass(frozen=True)
 class Real:
-    """A finite real in ``[low, high]`` (``(low, high]`` with ``low_open``)."""
+    """A finite real in ``[low, high]`` (``(low, high]`` with ``low_open``).
+
+    Attributes
+    ----------
+    low, high : float or None
+        Bounds (``None``: unbounded); ``high`` is inclusive.
+    low_open : bool
+        Exclude ``low`` itself.
+    """
 
     low: float | None = None
     high: float | None = None
     low_open: bool = False
 
     def check(self, value: Any, name: str) -> float:
+        """``value`` as a float; a ``TypeError`` or ``ValueError`` names ``name``.
+
+        Parameters
+        ----------
+        value : object
+            The value to check.
+        name : str
+            The parameter's name, used in error messages.
+
+        Returns
+        -------
+        float
+            The checked value.
+        """
         return check_real(value, name, low=self.low, high=self.high, low_open=self.low_open)
 
 
@@ -85,6 +127,20 @@ class OneOf:
     choices: tuple[str, ...]
 
     def check(self, value: Any, name: str) -> str:
+        """``value`` if it is one of ``choices``, else a ``ValueError`` naming ``name``.
+
+        Parameters
+        ----------
+        value : object
+            The value to check.
+        name : str
+            The parameter's name, used in error messages.
+
+        Returns
+        -------
+        str
+            The checked value.
+        """
         return check_choice(value, name, self.choices)
 
 
@@ -94,6 +150,19 @@ class ListOf:
 
     ``min_len`` / ``length`` bound its size, ``contains`` lists values that must be in
     it, and ``increasing`` asks for strictly increasing values.
+
+    Attributes
+    ----------
+    item : Int, Real or OneOf
+        Checks each entry.
+    min_len : int
+        Fewest entries.
+    length : int or None
+        Exact number of entries (``None``: any).
+    contains : tuple
+        Values the list must hold.
+    increasing : bool
+        Require strictly increasing entries (else only distinct ones).
     """
 
     item: Int | Real | OneOf
@@ -103,6 +172,20 @@ class ListOf:
     increasing: bool = False
 
     def check(self, value: Any, name: str) -> list:
+        """``value`` as a list of checked items; a ``TypeError`` or ``ValueError`` names ``name``.
+
+        Parameters
+        ----------
+        value : object
+            The value to check.
+        name : str
+            The parameter's name, used in error messages.
+
+        Returns
+        -------
+        list
+            The checked items, in order.
+        """
         if not isinstance(value, (list, tuple)):
             raise TypeError(f"{name} must be a list, got {value!r} ({type(value).__name__})")
         if self.length is not None and len(value) != self.length:
@@ -127,12 +210,34 @@ class ListOf:
 
 @dataclass(frozen=True)
 class Either:
-    """The first of ``options`` that accepts the value."""
+    """The first of ``options`` that accepts the value.
+
+    Attributes
+    ----------
+    options : tuple
+        Value specs, tried in order.
+    description : str
+        What is accepted, for the error message.
+    """
 
     options: tuple
     description: str
 
     def check(self, value: Any, name: str):
+        """What the first accepting option returns; a ``ValueError`` if none accepts.
+
+        Parameters
+        ----------
+        value : object
+            The value to check.
+        name : str
+            The parameter's name, used in error messages.
+
+        Returns
+        -------
+        object
+            The value as that option returns it.
+        """
         errors = []
         for option in self.options:
             try:
@@ -326,6 +431,19 @@ class NotebookParameters:
     ``profile`` is what the notebook's claim rows carry: the profile's name when every
     value is the profile's, else ``"custom"`` (a row never claims a protocol it did not
     run).
+
+    Attributes
+    ----------
+    notebook : str
+        The notebook's name.
+    profile : str
+        The profile's name, or ``"custom"``.
+    values : Mapping
+        The validated parameters, also readable as attributes.
+    figures_dir, results_dir : Path
+        Where the notebook writes its figures and results.
+    claims : str
+        The stem of its claim file (``results/claims/<claims>.csv``).
     """
 
     notebook: str

@@ -112,7 +112,20 @@ def atomic_path(path) -> Iterator[Path]:
 
 
 def write_text_atomic(path, text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` atomically; see :func:`atomic_path`."""
+    """Write ``text`` (UTF-8) to ``path`` atomically; see :func:`atomic_path`.
+
+    Parameters
+    ----------
+    path : str or Path
+        The target file.
+    text : str
+        Its new content.
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
     path = Path(path)
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")

@@ -62,6 +62,13 @@ class Target:
     ``published`` targets are the repository's ``figures/`` and ``results/`` (executed
     notebooks in ``results/notebooks/``); the quick profile's target is
     ``build/reproduce/quick/`` (``figures/``, ``results/``, ``notebooks/``).
+
+    Attributes
+    ----------
+    base : Path
+        The output root.
+    published : bool
+        Whether this is the repository's published target (else the quick one).
     """
 
     base: Path
@@ -101,6 +108,18 @@ def published_profiles(results_dir, claims: str) -> set[str] | None:
     """Profiles of the rows in ``results_dir/claims/<claims>.csv`` (None: no such file).
 
     A file without a ``profile`` column gives ``{"<unknown>"}``.
+
+    Parameters
+    ----------
+    results_dir : str or Path
+        A ``results/`` folder.
+    claims : str
+        The claim file's stem.
+
+    Returns
+    -------
+    set of str or None
+        The profiles named in the file, or None without the file.
     """
     path = Path(results_dir) / "claims" / f"{claims}.csv"
     if not path.exists():
@@ -232,6 +251,26 @@ def publish(stage: Path, target: Target, name: str, claims: str, profile: str,
     and :func:`~topofl_lib.environment.machine_record` of the notebook's run, recorded in
     ``results/environment.json`` (None: the file is left as it is). Returns the
     published paths.
+
+    Parameters
+    ----------
+    stage : Path
+        The notebook's staging folder.
+    target : Target
+        Where its outputs go.
+    name : str
+        The notebook's name.
+    claims : str
+        The stem of its claim file.
+    profile : str
+        The profile it ran under (every claim row must carry it).
+    environment : tuple of dict, optional
+        ``(run, machine)`` records (see above).
+
+    Returns
+    -------
+    list of Path
+        The published paths.
 
     Raises
     ------

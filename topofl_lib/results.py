@@ -24,6 +24,7 @@ from .outputs import atomic_path
 
 __all__ = [
     "CLAIM_COLUMNS",
+    "NOT_RUN",
     "ablation_claim_values",
     "continual_claim_values",
     "deep_claim_values",
@@ -57,6 +58,16 @@ METRIC_KEYS = {"auc": "auc", "accuracy": "acc", "convergence_round": "conv"}
 PROTOCOL_PREFIXES = {"paper": "topofl.t1", "ours": "topofl.t1.own"}
 
 
+#: Claims whose setting cannot run on this machine, with the reason. The comparison
+#: shows each as a row without a value (``n_seeds`` 0, profile ``not run``) instead of
+#: omitting it.
+NOT_RUN: dict[str, str] = dict.fromkeys(
+    ["fedtopo.t3.a.without", "fedtopo.t3.a.with"],
+    "not run here: Setting A trains ResNet-18 on CIFAR-10, which cannot be had offline "
+    "(nothing is downloaded at run time) and is beyond a 2-core CPU; Setting B is the "
+    "FMNIST row")
+
+
 def load_paper_claims() -> pd.DataFrame:
     """The papers' numbers, indexed by claim id."""
     with resources.files("topofl_lib").joinpath("paper_claims.csv").open() as fh:
@@ -70,6 +81,21 @@ def claim_rows(values: Mapping[str, np.ndarray], profile: str,
     ``notes`` (``{claim id: text}``) marks rows measured in a different setting than the
     paper's, e.g. a stand-in dataset. Raises ``ValueError`` for an id that is not in the
     claims table, so a typo cannot silently drop a measurement.
+
+    Parameters
+    ----------
+    values : Mapping of str to array-like
+        Claim id -> per-seed measurements.
+    profile : str
+        The run profile recorded in every row.
+    notes : Mapping of str to str, optional
+        Claim id -> note.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`CLAIM_COLUMNS`: the mean, the standard deviation (ddof=1) and the number of
+        seeds per id.
     """
     notes = dict(notes or {})
     known = load_paper_claims().index
@@ -156,6 +182,18 @@ def fedtopo_claim_values(final: pd.DataFrame, tgbs: pd.DataFrame | None = None
     ``FedAvg`` give Table 1, ``FedTopo`` and ``FedTopo w/o TAL`` on the L partition give
     Table 3's Setting B; ``FedTopo@<block>`` on L gives Table 2's accuracies and ``tgbs``
     (columns ``block, seed, auc``) its AUCs.
+
+    Parameters
+    ----------
+    final : pandas.DataFrame
+        The comparison's ``final`` table (``accuracy`` as a fraction).
+    tgbs : pandas.DataFrame, optional
+        TGBS scores per block and seed.
+
+    Returns
+    -------
+    dict of str to ndarray
+        Claim id -> per-seed values in percent, sorted by seed (only known ids).
     """
     known = set(load_paper_claims().index)
     out = {}
@@ -204,7 +242,22 @@ def deep_claim_values(final: pd.DataFrame) -> tuple[dict[str, np.ndarray], dict[
 
 
 def write_claims(rows: pd.DataFrame, results_dir, name: str) -> Path:
-    """Write one notebook's claim rows to ``results_dir/claims/<name>.csv`` (atomically)."""
+    """Write one notebook's claim rows to ``results_dir/claims/<name>.csv`` (atomically).
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Claim rows, as from :func:`claim_rows`.
+    results_dir : str or Path
+        The results folder.
+    name : str
+        The file's stem.
+
+    Returns
+    -------
+    Path
+        The written file.
+    """
     path = Path(results_dir) / "claims" / f"{name}.csv"
     with atomic_path(path) as tmp:
         rows.to_csv(tmp, index=False, float_format="%.6g")
@@ -221,6 +274,12 @@ def _read_claims(results_dir) -> pd.DataFrame:
     merged["note"] = notes.astype(object).where(notes.notna(), "")
     order = {cid: i for i, cid in enumerate(load_paper_claims().index)}
     merged = merged.drop_duplicates("id", keep="last")
+    missing = [cid for cid in NOT_RUN if cid not in set(merged["id"])]
+    if missing:
+        merged = pd.concat([merged, pd.DataFrame(
+            {"id": missing, "measured_mean": np.nan, "measured_std": np.nan, "n_seeds": 0,
+             "profile": "not run", "note": [NOT_RUN[c] for c in missing],
+             "source": "not run here"})], ignore_index=True)
     return merged.sort_values("id", key=lambda s: s.map(order)).reset_index(drop=True)
 
 
@@ -239,7 +298,11 @@ def comparison_document(results_dir) -> tuple[pd.DataFrame, str]:
     merged = _read_claims(results_dir)
     claims = merged[CLAIM_COLUMNS]
     lines = [f"- `{profile}`: {len(g)} rows ({', '.join(sorted(g['source'].unique()))})"
-             for profile, g in merged.groupby("profile", sort=True)]
+             for profile, g in merged.groupby("profile", sort=True) if profile != "not run"]
+    n_not_run = int((merged["profile"] == "not run").sum())
+    if n_not_run:
+        lines.append(f"- `not run`: {n_not_run} rows of settings that cannot run here, "
+                     "without a value (the note says why)")
     header = (
         "# Results versus the papers\n\nEach row carries the profile it was measured under "
         "(`python -m topofl_lib reproduce --profile NAME`; see the README). Rows by "
@@ -289,8 +352,9 @@ def comparison_markdown(measured: pd.DataFrame) -> str:
         within = {True: "yes", False: "**no**"}.get(r["within_2sd"], "n/a")
         lines.append(
             f"| `{cid}` | {r['setting']} | {r['method']} | {r['metric']} | "
-            f"{_fmt(r['paper_value'], '.4g')} | {r['measured_mean']:.4g} ± "
-            f"{r['measured_std']:.2g} | {int(r['n_seeds'])} | {_fmt(r['difference'], '+.3g')} | "
+            f"{_fmt(r['paper_value'], '.4g')} | {_fmt(r['measured_mean'], '.4g')} ± "
+            f"{_fmt(r['measured_std'], '.2g')} | {int(r['n_seeds'])} | "
+            f"{_fmt(r['difference'], '+.3g')} | "
             f"{within} | {r['profile']} | {r.get('note', '') if pd.notna(r.get('note')) else ''} |"
         )
     return "\n".join(lines) + "\n"
@@ -334,6 +398,21 @@ def robustness_claim_values(final: pd.DataFrame, rate: float = 0.5,
     ``topofl.robust.own.50.*`` (:data:`ROBUSTNESS_IDS`). ``protocol`` is needed only for
     a table without a ``protocol`` column (see :func:`table1_claim_values`). Only ids
     present in the claims table are returned.
+
+    Parameters
+    ----------
+    final : pandas.DataFrame
+        The sweep's ``final`` table (with ``rate`` and, unless ``protocol`` is given,
+        ``protocol`` columns); both protocols' sweeps may be concatenated.
+    rate : float, default=0.5
+        The adversarial rate the claims are read at.
+    protocol : {"paper", "ours"}, optional
+        The protocol of every row, for a table without a ``protocol`` column.
+
+    Returns
+    -------
+    dict of str to ndarray
+        Claim id -> per-seed final AUCs, sorted by seed (methods without runs left out).
     """
     known = set(load_paper_claims().index)
     final = _with_protocol(final, protocol)
@@ -353,7 +432,19 @@ def ablation_claim_values(final: pd.DataFrame, protocol: str | None = None
 
     The paper's protocol gives ``ptopofl.ablation.*`` (and ``topofl.ablation.*`` for the
     variants beyond the paper), ours ``topofl.ablation.own.*`` (:data:`ABLATION_IDS`).
-    ``protocol`` as in :func:`robustness_claim_values`.
+
+    Parameters
+    ----------
+    final : pandas.DataFrame
+        The variants run's ``final`` table (labels of
+        :data:`topofl_lib.experiments.ABLATIONS`); both protocols may be concatenated.
+    protocol : {"paper", "ours"}, optional
+        The protocol of every row, for a table without a ``protocol`` column.
+
+    Returns
+    -------
+    dict of str to ndarray
+        Claim id -> per-seed final AUCs, sorted by seed (variants without runs left out).
     """
     final = _with_protocol(final, protocol)
     out = {}
@@ -375,7 +466,22 @@ def continual_claim_values(per_seed: pd.DataFrame) -> dict[str, np.ndarray]:
 
 def gfc_claim_values(main: pd.DataFrame, multiplier: pd.DataFrame | None = None,
                      scalability: pd.DataFrame | None = None) -> dict[str, np.ndarray]:
-    """``gfc.*`` ids (MNIST rows measured on MNIST-5k in 2-D; Table 1 is in percent)."""
+    """``gfc.*`` ids (MNIST rows measured on MNIST-5k in 2-D; Table 1 is in percent).
+
+    Parameters
+    ----------
+    main : pandas.DataFrame
+        ARI/NMI per dataset, epsilon, method and seed.
+    multiplier : pandas.DataFrame, optional
+        ARI per ``alpha``, epsilon and seed (Table 3).
+    scalability : pandas.DataFrame, optional
+        ARI/NMI per ``n_clients``, method, epsilon and seed (Table 6).
+
+    Returns
+    -------
+    dict of str to ndarray
+        Claim id -> per-seed values sorted by seed (only known ids).
+    """
     keys = {"GFC": "gfc", "k-FED": "kfed", "MUFC": "mufc", "NN-FC": "nnfc"}
     known = set(load_paper_claims().index)
     out = {}

@@ -52,6 +52,18 @@ def default_cache_dir(notebook: str, profile: str) -> Path:
 
     The repository is the folder holding ``topofl_lib`` when it has a ``pyproject.toml``
     (a source checkout); an installed package uses ``./build/runs`` instead.
+
+    Parameters
+    ----------
+    notebook : str
+        The notebook's name (a non-empty folder name).
+    profile : str
+        The run profile (a non-empty folder name).
+
+    Returns
+    -------
+    Path
+        The cache folder (not created).
     """
     for name, value in (("notebook", notebook), ("profile", profile)):
         if not isinstance(value, str) or not value or os.sep in value:
@@ -165,7 +177,15 @@ class RunCache:
         return record
 
     def store(self, key: str, record: dict) -> None:
-        """Write ``record`` (with ``key`` added) to its file: temp file, then rename."""
+        """Write ``record`` (with ``key`` added) to its file: temp file, then rename.
+
+        Parameters
+        ----------
+        key : str
+            The run's key.
+        record : dict
+            The run's results (picklable).
+        """
         self.folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=f".{key[:16]}.", suffix=".tmp")
         try:

@@ -48,6 +48,18 @@ def weighted_variance_identity(G, alpha) -> dict[str, float]:
 
     Returns ``weighted_variance`` (left side), ``uniform_centred`` (first right term),
     ``reduction`` (``||g_alpha - g_bar||^2``) and ``residual`` (left - right).
+
+    Parameters
+    ----------
+    G : array-like of shape (K, p)
+        One vector per client.
+    alpha : array-like of shape (K,)
+        Non-negative weights summing to 1.
+
+    Returns
+    -------
+    dict of str to float
+        The four values named above; ``residual`` is zero up to rounding.
     """
     G = np.asarray(G, dtype=np.float64)
     alpha = np.asarray(alpha, dtype=np.float64)
@@ -65,7 +77,21 @@ def weighted_variance_identity(G, alpha) -> dict[str, float]:
 
 
 def theorem5_bound(eps: float, lam_delta: float) -> float:
-    """Theorem 5's bound on the adversarial aggregation weight."""
+    """Theorem 5's bound on the adversarial aggregation weight.
+
+    Parameters
+    ----------
+    eps : float
+        Fraction of adversarial clients, in [0, 1].
+    lam_delta : float
+        The product :math:`\\lambda\\Delta` (see :func:`adversarial_separation`).
+
+    Returns
+    -------
+    float
+        :math:`\\epsilon e^{-\\lambda\\Delta} / ((1 - \\epsilon) + \\epsilon e^{-\\lambda\\Delta})`
+        (1 when ``eps`` is 1).
+    """
     check_real(eps, "eps", low=0.0, high=1.0)
     e = eps * np.exp(-lam_delta)
     return float(e / ((1.0 - eps) + e)) if eps < 1 else 1.0
@@ -77,6 +103,19 @@ def adversarial_separation(D, adversarial) -> dict[str, float]:
     ``delta_k`` is Eq. 8's mean distance of client ``k`` to the others. Without an
     adversarial client, or without an honest one, the separation is undefined and
     every value is NaN (an attack rate of 0 in a robustness sweep).
+
+    Parameters
+    ----------
+    D : array-like of shape (K, K)
+        Pairwise descriptor distances.
+    adversarial : array-like of shape (K,), dtype bool
+        Which clients are adversarial.
+
+    Returns
+    -------
+    dict of str to float
+        ``delta_sep`` (:math:`\\Delta`), ``lam`` (:math:`\\lambda`, one over the standard deviation
+        of the ``delta_k``) and ``lam_delta``.
     """
     D = np.asarray(D, dtype=np.float64)
     adv = np.asarray(adversarial, dtype=bool)
@@ -100,6 +139,24 @@ def clustering_stability(Phi, n_clusters: int, etas, n_trials: int = 50,
     Returns one row per ``eta``: ``eta``, ``margin`` (minimum distance between clients of
     different clusters), ``eta_over_margin`` and ``changed`` (fraction of trials whose
     partition differs, ARI < 1).
+
+    Parameters
+    ----------
+    Phi : array-like of shape (K, d)
+        Client descriptors (normalised here).
+    n_clusters : int
+        Number of clusters.
+    etas : iterable of float
+        Perturbation norms (>= 0).
+    n_trials : int, default=50
+        Random perturbations per ``eta``.
+    random_state : None, int or Generator
+        Seeds the perturbations.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``eta``, ``margin``, ``eta_over_margin`` and ``changed``.
     """
     P = normalise_descriptors(Phi)
     check_int(n_trials, "n_trials", low=1)

@@ -46,7 +46,23 @@ __all__ = ["KFed", "MUFC", "NNFC", "privatised_clients"]
 
 
 def privatised_clients(client_datasets, epsilon, sensitivity, rng):
-    """Validate client datasets and return their LDP releases (the shared client step)."""
+    """Validate client datasets and return their LDP releases (the shared client step).
+
+    Parameters
+    ----------
+    client_datasets : list of array-like (n_k, d)
+        The clients' records.
+    epsilon, sensitivity : float
+        Per-record budget and L1 sensitivity (validated by
+        :func:`~topofl_lib.clustering.ldp.check_budget`).
+    rng : None, int or numpy Generator
+        Draws the Laplace noise.
+
+    Returns
+    -------
+    list of ndarray
+        Each client's privatised records.
+    """
     check_budget(epsilon, sensitivity)
     return [laplace_ldp(X, epsilon, sensitivity, rng) for X in check_clients(client_datasets)]
 
@@ -129,7 +145,19 @@ class _OneShot(ClusterMixin, BaseEstimator):
 
 
 class KFed(_OneShot):
-    """k-FED: local k-means centroids, server k-means on their union (unweighted)."""
+    """k-FED: local k-means centroids, server k-means on their union (unweighted).
+
+    Parameters
+    ----------
+    n_clusters : int, default=2
+        Clusters the server returns.
+    epsilon, sensitivity : float, default=1.0
+        Per-record LDP budget and L1 sensitivity
+        (:func:`~topofl_lib.clustering.ldp.laplace_ldp`).
+    n_local : int, optional
+        Local centroids per client (default ``15 + n / 500``, at most ``n``).
+    random_state : None or int
+    """
 
     def _client(self, X, rng):
         return KMeans(self._local_k(len(X)), n_init=3, random_state=self._seed(rng)).fit(
@@ -143,7 +171,19 @@ class KFed(_OneShot):
 
 
 class MUFC(_OneShot):
-    """MUFC: local k-means++ centroids with cluster sizes, server size-weighted k-means."""
+    """MUFC: local k-means++ centroids with cluster sizes, server size-weighted k-means.
+
+    Parameters
+    ----------
+    n_clusters : int, default=2
+        Clusters the server returns.
+    epsilon, sensitivity : float, default=1.0
+        Per-record LDP budget and L1 sensitivity
+        (:func:`~topofl_lib.clustering.ldp.laplace_ldp`).
+    n_local : int, optional
+        Local centroids per client (default ``15 + n / 500``, at most ``n``).
+    random_state : None or int
+    """
 
     def _client(self, X, rng):
         km = KMeans(self._local_k(len(X)), n_init=3, random_state=self._seed(rng)).fit(X)
@@ -162,6 +202,8 @@ class NNFC(_OneShot):
 
     Parameters
     ----------
+    n_clusters, epsilon, sensitivity, n_local, random_state
+        As in :class:`KFed`.
     k1, k2 : int
         Local and global numbers of nearest neighbours.
     """

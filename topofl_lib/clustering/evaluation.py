@@ -39,7 +39,19 @@ CLUSTERING_DATASETS = ("iris", "wine", "breast_cancer", "digits", "mnist5k", "bl
 
 
 def scale_to_l1_ball(X, radius: float = 0.5) -> np.ndarray:
-    """z-score every feature, then scale all records into the L1 ball of ``radius``."""
+    """z-score every feature, then scale all records into the L1 ball of ``radius``.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+        Records.
+    radius : float, default=0.5
+        The largest L1 norm of a scaled record (GFC's ``sensitivity / 2``).
+
+    Returns
+    -------
+    ndarray of shape (n, d)
+    """
     X = np.asarray(X, dtype=np.float64)
     sd = X.std(axis=0)
     Z = (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
@@ -75,8 +87,28 @@ def clustering_experiment(
     """ARI, NMI and runtime of each method, dataset, epsilon and seed.
 
     Clients come from :func:`~topofl_lib.data.kmeans_noniid_partition` (GFC's Algorithm 5)
-    with the seed. ``gfc_params`` are extra GFC parameters. Columns: dataset, epsilon,
-    seed, method, ari, nmi, seconds, failed, n_peaks, fallback.
+    with the seed.
+
+    Parameters
+    ----------
+    datasets : sequence of str
+        Names of :data:`CLUSTERING_DATASETS`.
+    epsilons : sequence of float
+        LDP budgets.
+    seeds : iterable of int
+        One partition and one method seed per entry.
+    methods : sequence of str, default=all of :data:`CLUSTERING_METHODS`
+    n_clients : int, default=10
+    gfc_params : dict, optional
+        Extra parameters of :class:`~topofl_lib.clustering.GravitationalFederatedClustering`.
+    progress : bool, default=True
+        Show a tqdm progress bar.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per run; columns dataset, epsilon, seed, method, ari, nmi, seconds,
+        failed, n_peaks, fallback.
     """
     check_int(n_clients, "n_clients", low=1)
     for m in methods:

@@ -113,7 +113,29 @@ def paper_delta(epsilon: float) -> float:
 
 def local_centroids(X, n_local: int, mass: str = "variance", sigma: float | None = None,
                     delta: float = 1.0, random_state=None) -> tuple[np.ndarray, np.ndarray]:
-    """k-means centroids of one client's (already privatised) records and their masses."""
+    """k-means centroids of one client's (already privatised) records and their masses.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+        The client's privatised records (at least ``n_local``).
+    n_local : int
+        Number of local centroids.
+    mass : {"variance", "sse", "inverse"}, default="variance"
+        ``exp(-var / 2 sigma^2)`` of each centroid's within-cluster variance,
+        ``exp(-sse / 2 s^2)`` of its sum of squares (``s^2`` from a subsample's squared
+        distances), or ``1 / (var + delta)``.
+    sigma : float, optional
+        Scale of ``"variance"`` (default: the root of the mean variance).
+    delta : float, default=1.0
+        Softening of ``"inverse"``.
+    random_state : None, int or Generator
+
+    Returns
+    -------
+    centroids : ndarray of shape (n_local, d)
+    masses : ndarray of shape (n_local,)
+    """
     X = check_points(X, min_points=n_local)
     check_choice(mass, "mass", MASSES)
     rng = check_random_state(random_state)
@@ -137,7 +159,20 @@ def local_centroids(X, n_local: int, mass: str = "variance", sigma: float | None
 
 
 def knn_graph(G: np.ndarray, k: int) -> sparse.csr_matrix:
-    """Directed k-nearest-neighbour adjacency (scipy's cKDTree, all cores)."""
+    """Directed k-nearest-neighbour adjacency (scipy's cKDTree, all cores).
+
+    Parameters
+    ----------
+    G : ndarray of shape (m, d)
+        Points.
+    k : int
+        Neighbours per point (itself excluded), ``k < m``.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix of shape (m, m)
+        1 at ``(i, j)`` where ``j`` is one of the ``k`` nearest neighbours of ``i``.
+    """
     _, idx = cKDTree(G, leafsize=32).query(G, k=k + 1, workers=-1)
     rows = np.repeat(np.arange(G.shape[0]), k)
     return sparse.csr_matrix((np.ones(rows.size), (rows, idx[:, 1:].ravel())),
@@ -151,6 +186,25 @@ def gravitational_potential(G, C, w, p: float = 2.0, delta: float = 1.0,
     Computed in row chunks (memory stays at ``chunk * len(C)`` floats). For ``p = 2`` the
     squared distances come from one matrix product, ``|g|^2 + |c|^2 - 2 g.c``, which is
     several times faster than ``cdist``; the final sum is a matrix-vector product.
+
+    Parameters
+    ----------
+    G : array-like of shape (m, d)
+        Evaluation points.
+    C : array-like of shape (n_c, d)
+        Centroids.
+    w : array-like of shape (n_c,)
+        Their masses.
+    p : float, default=2.0
+        Decay exponent.
+    delta : float, default=1.0
+        Softening.
+    chunk : int, default=2048
+        Rows of ``G`` per block.
+
+    Returns
+    -------
+    ndarray of shape (m,)
     """
     G = np.asarray(G, dtype=np.float64)
     C = np.asarray(C, dtype=np.float64)
@@ -211,6 +265,19 @@ class GravitationalFederatedClustering(ClusterMixin, BaseEstimator):
     n_peaks_ : int  peaks found by the persistence step
     peaks_ : ndarray  synthetic-point index of the peak behind each persistence centre
     fallback_ : str or None  which fallback filled missing centres, if any
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topofl_lib.clustering import GravitationalFederatedClustering
+    >>> rng = np.random.default_rng(0)
+    >>> centres = np.array([[0.2, 0.2], [0.8, 0.8]])
+    >>> clients = [centres[k % 2] + 0.05 * rng.normal(size=(200, 2)) for k in range(4)]
+    >>> gfc = GravitationalFederatedClustering(n_clusters=2, epsilon=5.0, random_state=0)
+    >>> gfc.fit(clients).cluster_centers_.shape
+    (2, 2)
+    >>> gfc.predict(centres)
+    array([0, 1])
     """
 
     def __init__(self, n_clusters=2, epsilon=1.0, sensitivity=1.0, n_local=None, delta=None,
@@ -247,7 +314,19 @@ class GravitationalFederatedClustering(ClusterMixin, BaseEstimator):
         return check_clients(clients)
 
     def fit(self, client_datasets, y=None):
-        """Run the client step on every dataset, then the server step."""
+        """Run the client step on every dataset, then the server step.
+
+        Parameters
+        ----------
+        client_datasets : list of array-like of shape (n_k, d)
+            Each client's records.
+        y : None
+            Ignored (scikit-learn's API).
+
+        Returns
+        -------
+        self
+        """
         clients = self._validate(client_datasets)
         rng = check_random_state(self.random_state)
         eps = float(self.epsilon)

@@ -102,6 +102,10 @@ def superlevel_persistence(values, graph) -> MergeTree:
         Function values on the vertices (finite).
     graph : scipy sparse matrix (m, m)
         Adjacency (any non-zero entry is an edge; symmetrised here).
+
+    Returns
+    -------
+    MergeTree
     """
     values = np.asarray(values, dtype=np.float64)
     m = values.size

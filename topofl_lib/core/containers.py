@@ -124,6 +124,18 @@ class FederatedScenario:
 
     ``schedule`` makes the scenario *continual*: ``{r: clients}`` replaces the clients'
     data from round ``r`` (0-based) on; :meth:`clients_at` gives the data of a round.
+
+    Attributes
+    ----------
+    name : str
+        Labels the results (``"healthcare"``, ...).
+    clients : list of Client
+        At least one; all with the same number of features.
+    meta : dict, optional
+        Generator details (e.g. ``"groups"``); ``meta["evaluation"]``, a dict with
+        ``"evaluate_on"`` and ``"standardise"``, sets the methods' defaults.
+    schedule : dict, optional
+        ``{round: clients}`` (rounds >= 1), each list as long as ``clients``.
     """
 
     name: str

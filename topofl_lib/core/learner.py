@@ -30,7 +30,20 @@ class Learner(Protocol):
     momentum: float
 
     def client_data(self, X: np.ndarray, y: np.ndarray) -> Any:
-        """The client's training data in the learner's own form."""
+        """The client's training data in the learner's own form.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            Training features.
+        y : ndarray of shape (n,)
+            Training labels.
+
+        Returns
+        -------
+        object
+            What :meth:`gradient` and :meth:`init_params` receive as ``data``.
+        """
 
     def init_params(self, data: Any) -> np.ndarray | None:
         """The initial parameter vector (``data``: one client's :meth:`client_data`, or
@@ -38,17 +51,73 @@ class Learner(Protocol):
         size depends on the features)."""
 
     def gradient(self, w: np.ndarray, data: Any, idx: np.ndarray) -> np.ndarray:
-        """The stochastic gradient on samples ``idx``."""
+        """The stochastic gradient on samples ``idx``.
+
+        Parameters
+        ----------
+        w : ndarray
+            Flat parameter vector.
+        data : object
+            The client's :meth:`client_data`.
+        idx : ndarray of int
+            Indices of the mini-batch.
+
+        Returns
+        -------
+        ndarray
+            Gradient of the client's mini-batch loss, shaped like ``w``.
+        """
 
     def evaluate(self, w: np.ndarray, X: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-        """``(auc, accuracy)`` on a test set (AUC is NaN for multi-class)."""
+        """``(auc, accuracy)`` on a test set (AUC is NaN for multi-class).
+
+        Parameters
+        ----------
+        w : ndarray
+            Flat parameter vector.
+        X : ndarray of shape (n, d)
+            Test features.
+        y : ndarray of shape (n,)
+            Test labels.
+
+        Returns
+        -------
+        tuple of float
+            ``(auc, accuracy)``.
+        """
 
     def predict_proba(self, w: np.ndarray, X: np.ndarray) -> np.ndarray:
-        """Class probabilities of ``X`` under ``w``."""
+        """Class probabilities of ``X`` under ``w``.
+
+        Parameters
+        ----------
+        w : ndarray
+            Flat parameter vector.
+        X : ndarray of shape (n, d)
+            Features.
+
+        Returns
+        -------
+        ndarray
+            P(y = 1) of shape (n,) for a binary model, (n, n_classes) otherwise.
+        """
 
     def representation(self, w: np.ndarray, X: np.ndarray) -> np.ndarray:
         """The points pTopoFL's descriptor summarises (raw features for logistic
-        regression, penultimate activations for a network)."""
+        regression, penultimate activations for a network).
+
+        Parameters
+        ----------
+        w : ndarray
+            Flat parameter vector.
+        X : ndarray of shape (n, d)
+            Features.
+
+        Returns
+        -------
+        ndarray of shape (n, m)
+            One point per row of ``X``.
+        """
 
 
 @runtime_checkable
@@ -56,5 +125,16 @@ class ModelClass(Protocol):
     """What ``model=`` of an algorithm is: a factory of learners."""
 
     def make_learner(self, n_features: int, rng: np.random.Generator) -> Learner:
-        """The learner of a fit on ``n_features`` raw features (``rng`` seeds its
-        initial parameters)."""
+        """The learner of a fit on ``n_features`` raw features.
+
+        Parameters
+        ----------
+        n_features : int
+            Number of raw features of the scenario.
+        rng : numpy.random.Generator
+            Seeds the learner's initial parameters.
+
+        Returns
+        -------
+        Learner
+        """

@@ -90,7 +90,22 @@ class Registry:
 
     def register(self, name: str, entry: Any, *, replace: bool = False) -> Any:
         """Register ``entry`` under ``name``; a different entry under a taken name is
-        refused unless ``replace``. Registering the same entry again is a no-op."""
+        refused unless ``replace``. Registering the same entry again is a no-op.
+
+        Parameters
+        ----------
+        name : str
+            Non-empty name.
+        entry : object
+            What a lookup of ``name`` returns.
+        replace : bool, default=False
+            Replace a different entry already registered under ``name``.
+
+        Returns
+        -------
+        object
+            ``entry``.
+        """
         if not isinstance(name, str) or not name:
             raise TypeError(f"a {self.kind} name must be a non-empty str, got {name!r}")
         old = self._entries.get(name)

@@ -32,6 +32,11 @@ def kmeans_noniid_partition(X, y, n_clients: int = 10, random_state=None) -> lis
         Labels; only their number of distinct values is used (the k of k-means).
     n_clients : int
     random_state : None, int or Generator
+
+    Returns
+    -------
+    list of ndarray of int64
+        Sorted row indices of each client; every record belongs to exactly one client.
     """
     X = check_points(X)
     y = np.asarray(y)

@@ -142,6 +142,48 @@ def make_healthcare(
     trained centrally on the pooled honest training data scores AUC about 0.82 on the
     honest test splits (0.74 when the poisoned hospitals are pooled in; 10 seeds), a
     realistic level for clinical risk models.
+
+    Parameters
+    ----------
+    n_clients : int, default=8
+        Hospitals (at least 2).
+    n_adversarial : int, default=2
+        Adversarial hospitals, drawn at random (``0 <= n_adversarial < n_clients``).
+    n_features : int, default=20
+        Features per record.
+    n_informative : int, default=10
+        Leading features that enter the risk score.
+    size_range : (int, int), default=(60, 250)
+        Range of the hospitals' record counts (at least 10).
+    mortality_range : (float, float), default=(0.10, 0.45)
+        Range of the hospitals' positive rates.
+    signal : float, optional
+        Norm scale of the risk coefficients (``"ours"`` only; default 1.5).
+    test_size : float, optional
+        Test fraction of each hospital (default 0.3, or 0.2 under ``"paper"``).
+    attack : str, default="label_flip"
+        What the adversarial hospitals do, one of :data:`ATTACKS`.
+    attack_scale : float, default=3.0
+        Scale of the ``"sign_flip"`` update.
+    random_state : None, int or Generator
+        Seeds the generator.
+    protocol : {"ours", "paper"}, default="ours"
+        Which generator (see above).
+
+    Returns
+    -------
+    FederatedScenario
+        Named ``"healthcare"``; ``meta["groups"]`` holds each hospital's subpopulation.
+
+    Examples
+    --------
+    >>> from topofl_lib import make_healthcare
+    >>> scenario = make_healthcare(n_clients=4, n_adversarial=1, random_state=0)
+    >>> client = scenario.clients[0]
+    >>> client.X_train.shape, client.X_test.shape
+    ((96, 20), (42, 20))
+    >>> sum(c.adversarial for c in scenario.clients)
+    1
     """
     if _check_protocol(protocol) == "paper":
         from .paper_protocol import paper_healthcare
@@ -230,6 +272,32 @@ def make_benchmark(
     ``make_classification``'s ``class_sep=1.0`` and the last 20% of each client's
     shuffled records as its test set when not given; the scenario makes every method
     evaluate all clients on per-client standardised features by default.
+
+    Parameters
+    ----------
+    n_clients : int, default=10
+        Clients (at least 2).
+    n_features : int, default=20
+        Features per record.
+    n_informative : int, default=12
+        Leading features that carry the class blobs; the rest are noise.
+    size_range : (int, int), optional
+        Range of the clients' record counts (see above for the default).
+    imbalance_range : (float, float), default=(0.1, 0.9)
+        Range of the clients' positive fractions, within [0, 1].
+    class_sep : float, optional
+        Blob-centre distance from the origin per informative axis (see above).
+    test_size : float, optional
+        Test fraction of each client (see above).
+    random_state : None, int or Generator
+        Seeds the generator.
+    protocol : {"ours", "paper"}, default="ours"
+        Which generator (see above).
+
+    Returns
+    -------
+    FederatedScenario
+        Named ``"benchmark"``; no adversarial client.
     """
     if _check_protocol(protocol) == "paper":
         from .paper_protocol import paper_benchmark
@@ -294,6 +362,30 @@ def make_continual(
     changes. From round ``shift_round`` (0-based) on, ``n_shifted`` clients chosen at
     random switch to their new task (training and test data). ``meta`` records
     ``shifted`` and ``shift_round``.
+
+    Parameters
+    ----------
+    n_clients : int, default=6
+        Clients (at least 2).
+    n_rounds : int, default=20
+        Rounds the schedule covers (at least 2).
+    n_shifted : int, default=2
+        Clients that switch task.
+    shift_round : int, default=10
+        First round of the new task, in ``[1, n_rounds - 1]``.
+    size_range : (int, int), default=(60, 250)
+        Range of the per-round training sample size.
+    pool_size : int, default=600
+        Records of each task a client draws from (at least ``size_range[1]``).
+    shift_scale : float, default=1.0
+        Offset of the new subpopulation, >= 0 (see above).
+    random_state : None, int or Generator
+        Seeds the generator.
+
+    Returns
+    -------
+    FederatedScenario
+        Named ``"continual"``, with a ``schedule`` of per-round client data.
     """
     check_int(n_clients, "n_clients", low=2)
     check_int(n_rounds, "n_rounds", low=2)
@@ -371,6 +463,13 @@ def make_scenario(name: str, random_state=None, protocol: str = "ours",
     Returns
     -------
     FederatedScenario
+
+    Examples
+    --------
+    >>> from topofl_lib import make_scenario
+    >>> scenario = make_scenario("benchmark", random_state=0)
+    >>> scenario.name, len(scenario.clients)
+    ('benchmark', 10)
     """
     spec = get_scenario(name)
     if protocol not in spec.protocols:

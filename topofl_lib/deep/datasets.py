@@ -45,7 +45,21 @@ _FMNIST_FILES = {
 
 @dataclass(frozen=True)
 class ImageDataset:
-    """A labelled image dataset, flattened and standardised."""
+    """A labelled image dataset, flattened and standardised.
+
+    Attributes
+    ----------
+    name : str
+        The dataset's name.
+    X_train, X_test : ndarray of shape (n_images, C * H * W), dtype float32
+        Flattened images, standardised with the training set's mean and standard deviation.
+    y_train, y_test : ndarray of shape (n_images,), dtype int64
+        Class labels in ``0..n_classes - 1``.
+    image_shape : tuple of int
+        ``(channels, height, width)``.
+    n_classes : int
+        Number of classes.
+    """
 
     name: str
     X_train: np.ndarray
@@ -112,6 +126,12 @@ def load_image_dataset(name: str, n_train: int | None = None, n_test: int | None
         Keep this many training / test images (stratified); ``None`` keeps all.
     random_state : None, int or Generator
         Seeds the subsets.
+
+    Returns
+    -------
+    ImageDataset
+        Images flattened to float32 and standardised with the training subset's mean and
+        standard deviation.
 
     Raises
     ------

@@ -49,6 +49,11 @@ def deep_variants(labels, architecture: str = "fmnist_cnn", lr: float = 0.01,
         Extra :class:`~topofl_lib.fedtopo.FedTopo` parameters (``tal_every``...).
     schedule : dict, optional
         Extra :class:`~topofl_lib.fedtopo.AlphaSchedule` parameters (``loss_range``...).
+
+    Returns
+    -------
+    dict
+        ``{label: (method name, params)}``, ready for :func:`~topofl_lib.federated.make_method`.
     """
     model = TorchModel(architecture, momentum=momentum)
     common = {"lr": lr, "local_epochs": local_epochs, "batch_size": batch_size, "model": model}
@@ -95,6 +100,26 @@ def tgbs_over_seeds(dataset, seeds, architecture: str = "fmnist_cnn", n_val: int
     For each seed: a freshly initialised network (seeded) is screened on a stratified
     validation subset of ``n_val`` *training* images (the server's validation data;
     the test set stays untouched). Returns one row per (seed, block).
+
+    Parameters
+    ----------
+    dataset : ImageDataset
+        The loaded dataset.
+    seeds : iterable of int
+        Seeds of the initialisations and validation subsets.
+    architecture : str, default="fmnist_cnn"
+        A name of :data:`~topofl_lib.deep.models.MODELS`.
+    n_val : int, default=1000
+        Validation images per seed (at least 10).
+    progress : bool, default=True
+        Show a tqdm bar.
+    **tgbs_params
+        Further :class:`~topofl_lib.fedtopo.TopologyGuidedBlockScreening` parameters.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The screenings' ``scores_`` rows, with ``seed`` and the seed's ``selected`` block.
     """
     import torch
 
@@ -122,7 +147,21 @@ def tgbs_over_seeds(dataset, seeds, architecture: str = "fmnist_cnn", n_val: int
 
 def block_table(tgbs: pd.DataFrame, final: pd.DataFrame) -> pd.DataFrame:
     """Table 2 per seed: a block's TGBS AUC (%) beside the final accuracy (%) of FedTopo
-    aligning that block (``final`` rows labelled ``"FedTopo@<block>"``)."""
+    aligning that block (``final`` rows labelled ``"FedTopo@<block>"``).
+
+    Parameters
+    ----------
+    tgbs : pandas.DataFrame
+        :func:`tgbs_over_seeds`' rows (``block``, ``seed``, ``auc``).
+    final : pandas.DataFrame
+        Final metrics with ``method``, ``seed`` and ``accuracy`` columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``block``, ``seed``, ``auc`` and ``accuracy`` (both in %), sorted by block and seed
+        (an outer merge: a missing value is NaN).
+    """
     acc = final[final["method"].str.startswith("FedTopo@")].assign(
         block=lambda d: d["method"].str.removeprefix("FedTopo@"),
         accuracy=lambda d: 100 * d["accuracy"])[["block", "seed", "accuracy"]]

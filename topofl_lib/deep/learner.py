@@ -85,7 +85,20 @@ class TorchModel(BaseEstimator):
         self.n_threads = n_threads
 
     def make_learner(self, n_features: int, rng: np.random.Generator) -> TorchLearner:
-        """Build the network with weights seeded from ``rng``."""
+        """Build the network with weights seeded from ``rng``.
+
+        Parameters
+        ----------
+        n_features : int
+            Number of input features (the flattened image size).
+        rng : numpy.random.Generator
+            Draws the torch seed of the initial weights.
+
+        Returns
+        -------
+        TorchLearner
+            The learner wrapping the new network.
+        """
         check_choice(self.architecture, "architecture", tuple(MODELS))
         check_int(self.n_classes, "n_classes", low=2)
         check_real(self.momentum, "momentum", low=0.0, high=0.999)
@@ -101,7 +114,23 @@ class TorchModel(BaseEstimator):
 
 
 class TorchLearner:
-    """A network seen through flat parameter vectors (see the module docstring)."""
+    """A network seen through flat parameter vectors (see the module docstring).
+
+    Parameters
+    ----------
+    net : torch.nn.Module
+        The network (a :class:`~topofl_lib.deep.models.BlockNet`); moved to ``device``.
+    image_shape : tuple of int
+        ``(channels, height, width)`` of the inputs.
+    n_classes : int
+        Number of classes.
+    momentum : float
+        Heavy-ball momentum of the clients' SGD.
+    eval_batch_size : int
+        Batch size of the gradient-free passes.
+    device : torch.device
+        Where the network and data live.
+    """
 
     def __init__(self, net: torch.nn.Module, image_shape, n_classes: int, momentum: float,
                  eval_batch_size: int, device: torch.device):
@@ -135,6 +164,20 @@ class TorchLearner:
         return X.reshape(-1, *self.image_shape)
 
     def client_data(self, X: np.ndarray, y: np.ndarray):
+        """A client's data as tensors on the device (labels checked against ``n_classes``).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            Flattened images.
+        y : ndarray of shape (n_samples,)
+            Labels in ``0..n_classes - 1``.
+
+        Returns
+        -------
+        images : torch.Tensor of shape (n_samples, C, H, W)
+        labels : torch.Tensor of shape (n_samples,), dtype long
+        """
         y = np.asarray(y)
         if y.size and (y.min() < 0 or y.max() >= self.n_classes):
             raise ValueError(f"labels must lie in 0..{self.n_classes - 1}, got "
@@ -147,6 +190,22 @@ class TorchLearner:
 
         ``extra_loss(net)``, if given, returns a scalar tensor added to the loss before
         the backward pass (FedTopo's weighted TAL).
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_params,)
+            Flat parameter vector.
+        data : tuple of torch.Tensor
+            ``(images, labels)`` from :meth:`client_data`.
+        idx : ndarray of int
+            Indices of the mini-batch.
+        extra_loss : callable, optional
+            ``extra_loss(net) -> scalar tensor`` added to the loss.
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+            The flat gradient.
         """
         X, y = data
         net = self.load(w)
@@ -170,23 +229,95 @@ class TorchLearner:
         return np.concatenate(out) if out else np.empty((0,))
 
     def logits(self, w: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """Class logits of ``X`` under ``w`` (no gradient, in evaluation batches).
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_params,)
+            Flat parameter vector.
+        X : ndarray of shape (n_samples, n_features)
+            Flattened images.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
         return self._batched(w, X, lambda net, x: net(x))
 
     def predict_proba(self, w: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """Class probabilities (softmax of :meth:`logits`).
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_params,)
+            Flat parameter vector.
+        X : ndarray of shape (n_samples, n_features)
+            Flattened images.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Rows sum to one.
+        """
         z = self.logits(w, X)
         z = np.exp(z - z.max(axis=1, keepdims=True))
         return z / z.sum(axis=1, keepdims=True)
 
     def evaluate(self, w: np.ndarray, X: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+        """Score ``w`` on ``(X, y)``.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_params,)
+            Flat parameter vector.
+        X : ndarray of shape (n_samples, n_features)
+            Flattened images.
+        y : ndarray of shape (n_samples,)
+            Labels.
+
+        Returns
+        -------
+        auc : float
+            Always NaN (multi-class: no AUC).
+        accuracy : float
+            Fraction of correct predictions.
+        """
         pred = self.logits(w, X).argmax(axis=1)
         return float("nan"), float(np.mean(pred == np.asarray(y)))
 
     def representation(self, w: np.ndarray, X: np.ndarray) -> np.ndarray:
-        """Penultimate-layer activations (pTopoFL's descriptor input)."""
+        """Penultimate-layer activations (pTopoFL's descriptor input).
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_params,)
+            Flat parameter vector.
+        X : ndarray of shape (n_samples, n_features)
+            Flattened images.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_hidden), dtype float64
+        """
         return self._batched(w, X, lambda net, x: net.penultimate(x)).astype(np.float64)
 
     def block_output(self, w: np.ndarray | None, X, block: str) -> torch.Tensor:
-        """Activations of ``block`` for inputs ``X`` under ``w`` (with gradient if enabled)."""
+        """Activations of ``block`` for inputs ``X`` under ``w`` (with gradient if enabled).
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_params,) or None
+            Flat parameter vector; ``None`` uses the network's current weights.
+        X : ndarray or torch.Tensor
+            Flattened images, or image tensors already on the device.
+        block : str
+            The block's name.
+
+        Returns
+        -------
+        torch.Tensor
+            The block's activations.
+        """
         net = self.net if w is None else self.load(w)
         x = X if isinstance(X, torch.Tensor) else self.images(X)
         return net.block_output(x, block)

@@ -25,7 +25,17 @@ __all__ = ["MODELS", "BlockNet", "make_model"]
 
 
 class BlockNet(nn.Module):
-    """Named blocks -> neck -> classifier."""
+    """Named blocks -> neck -> classifier.
+
+    Parameters
+    ----------
+    blocks : dict of str to torch.nn.Module
+        The feature blocks, applied in order.
+    neck : torch.nn.Module
+        Maps the last block's output to the penultimate representation.
+    classifier : torch.nn.Module
+        Maps the representation to the class logits.
+    """
 
     def __init__(self, blocks: dict[str, nn.Module], neck: nn.Module, classifier: nn.Module):
         super().__init__()
@@ -38,7 +48,20 @@ class BlockNet(nn.Module):
         return tuple(self.blocks.keys())
 
     def block_output(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        """Activations of block ``name`` (runs only the blocks up to it)."""
+        """Activations of block ``name`` (runs only the blocks up to it).
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            Input images.
+        name : str
+            The block's name (a ``ValueError`` if unknown).
+
+        Returns
+        -------
+        torch.Tensor
+            The block's activations.
+        """
         if name not in self.blocks:
             raise ValueError(f"unknown block {name!r}; expected one of {list(self.blocks)}")
         for key, module in self.blocks.items():
@@ -117,7 +140,22 @@ MODELS = {"fmnist_cnn": _fmnist_cnn, "digits_cnn": _digits_cnn, "resnet18_cifar"
 
 
 def make_model(name: str, in_channels: int = 1, n_classes: int = 10) -> BlockNet:
-    """Build architecture ``name`` (see :data:`MODELS`) with fresh default initialisation."""
+    """Build architecture ``name`` (see :data:`MODELS`) with fresh default initialisation.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`MODELS`.
+    in_channels : int, default=1
+        Image channels.
+    n_classes : int, default=10
+        Number of classes.
+
+    Returns
+    -------
+    BlockNet
+        The network.
+    """
     if name not in MODELS:
         raise ValueError(f"unknown architecture {name!r}; expected one of {list(MODELS)}")
     return MODELS[name](in_channels=in_channels, n_classes=n_classes)

@@ -134,7 +134,20 @@ def partition_indices(y, kind: str, n_clients: int = 5, param=None, min_size: in
 
 
 def noise_levels(n_clients: int, sigma_max: float) -> np.ndarray:
-    """N-skew noise scales :math:`\\sigma_j = \\frac{j-1}{K-1}\\bar\\sigma`, j = 1..K."""
+    """N-skew noise scales :math:`\\sigma_j = \\frac{j-1}{K-1}\\bar\\sigma`, j = 1..K.
+
+    Parameters
+    ----------
+    n_clients : int
+        Number of clients ``K`` (at least 1).
+    sigma_max : float
+        Largest scale :math:`\\bar\\sigma` (at least 0).
+
+    Returns
+    -------
+    ndarray of shape (n_clients,)
+        Evenly spaced from 0 to ``sigma_max`` (``[0]`` for one client).
+    """
     check_int(n_clients, "n_clients", low=1)
     check_real(sigma_max, "sigma_max", low=0.0)
     if n_clients == 1:
@@ -143,7 +156,22 @@ def noise_levels(n_clients: int, sigma_max: float) -> np.ndarray:
 
 
 def label_distribution(y, parts: list[np.ndarray], n_classes: int | None = None) -> np.ndarray:
-    """Row-stochastic (n_clients, n_classes) matrix of each client's label frequencies."""
+    """Row-stochastic (n_clients, n_classes) matrix of each client's label frequencies.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Integer labels.
+    parts : list of ndarray of int
+        Each client's indices into ``y``.
+    n_classes : int, optional
+        Number of classes; default ``max(y) + 1``.
+
+    Returns
+    -------
+    ndarray of shape (n_clients, n_classes)
+        Label frequencies per client (an empty client's row is zero).
+    """
     y = np.asarray(y)
     C = int(y.max()) + 1 if n_classes is None else n_classes
     for k, p in enumerate(parts):

@@ -67,6 +67,12 @@ def make_image_scenario(dataset="fashion_mnist", partition: str = "L", n_clients
         Minimum training images per client.
     random_state : None, int or Generator
         Seeds the subset, the partition and the noise.
+
+    Returns
+    -------
+    FederatedScenario
+        One client per part; ``meta`` records the partition, the noise levels and the
+        label distribution.
     """
     check_choice(test, "test", TEST_PROTOCOLS)
     rng = check_random_state(random_state)

@@ -121,6 +121,20 @@ class ExplorerData:
         within a cluster), ``consensus`` (the client's share of the global consensus of
         Eq. 7, ``|C_j|/K * weight``), ``own_model`` (its weight in its own cluster's
         blended model, ``(1 - beta) * weight + beta * consensus``), ``adversarial``.
+
+        Parameters
+        ----------
+        n_clusters : int
+            Number of clusters ``M`` (1 to ``n_clients``).
+        beta : float
+            Eq. 7's blending weight in [0, 1].
+        tau : float
+            Eq. 8's trust threshold (>= 0).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per client, with the columns above.
         """
         check_int(n_clusters, "n_clusters", low=1, high=self.n_clients)
         check_real(beta, "beta", low=0.0, high=1.0)
@@ -139,6 +153,19 @@ class ExplorerData:
         Returns the two diagrams, ``segments`` (rows ``x0, y0, x1, y1``: matched points,
         a point matched to the diagonal goes to its projection), the Wasserstein distance
         and the descriptor distance :math:`D_{ij}`.
+
+        Parameters
+        ----------
+        i, j : int
+            Client indices.
+        dim : {0, 1}, default=1
+            Homology dimension.
+
+        Returns
+        -------
+        dict
+            ``a``, ``b``, ``segments`` (ndarray (n, 4)), ``wasserstein`` and
+            ``descriptor_distance``.
         """
         import persim
 
@@ -178,7 +205,19 @@ def _dataset(name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def load_explorer_data(scenario: str = "healthcare", **params) -> ExplorerData:
-    """Build :class:`ExplorerData` (a convenience for notebooks)."""
+    """Build :class:`ExplorerData` (a convenience for notebooks).
+
+    Parameters
+    ----------
+    scenario : str, default="healthcare"
+        One of :data:`EXPLORER_SCENARIOS`.
+    **params
+        Further :class:`ExplorerData` parameters.
+
+    Returns
+    -------
+    ExplorerData
+    """
     return ExplorerData(scenario, **params)
 
 
@@ -190,6 +229,25 @@ def gfc_field(clients, n_clusters: int, epsilon: float, resolution: int = 60,
     components (fitted on all clients' raw data); the explorer says so. Returns the grid
     ``xs``, ``ys``, ``log10 E`` on it, the uploaded centroids and their masses, and the
     peaks (positions and persistence) of the fitted model.
+
+    Parameters
+    ----------
+    clients : list of array-like of shape (n_k, n_features)
+        Each client's data.
+    n_clusters : int
+        Number of clusters.
+    epsilon : float
+        GFC's privacy level (> 0).
+    resolution : int, default=60
+        Grid points per axis (at least 10).
+    random_state : int, default=0
+        Seeds GFC.
+
+    Returns
+    -------
+    dict
+        ``xs``, ``ys``, ``log_energy``, ``centroids``, ``masses``, ``peaks``, ``persistence``,
+        ``centers`` and ``projected`` (whether PCA was applied).
     """
     from sklearn.decomposition import PCA
 

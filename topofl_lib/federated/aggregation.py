@@ -62,6 +62,18 @@ def cluster_clients(D, n_clusters: int) -> np.ndarray:
 
     Labels are renumbered by first appearance (client 0 is always in cluster 0), so
     the result does not depend on scikit-learn's internal numbering.
+
+    Parameters
+    ----------
+    D : array-like of shape (K, K)
+        Finite pairwise client distances.
+    n_clusters : int
+        Number of clusters, ``1 <= n_clusters <= K``.
+
+    Returns
+    -------
+    ndarray of int64, shape (K,)
+        Each client's cluster.
     """
     D = _check_square(D)
     K = D.shape[0]
@@ -91,6 +103,13 @@ def trust_weights(D, tau: float) -> tuple[np.ndarray, np.ndarray]:
     ``tau = 1``; and since a population z-score never exceeds :math:`\sqrt{K-1}`, a
     ``tau`` at or above it flags no client.
 
+    Parameters
+    ----------
+    D : array-like of shape (K, K)
+        Finite pairwise client distances.
+    tau : float
+        Z-score threshold (>= 0).
+
     Returns
     -------
     trust, z : ndarray of shape (K,)
@@ -114,6 +133,21 @@ def intra_cluster_weights(Phi_hat, labels, sizes, trust) -> np.ndarray:
 
     ``Phi_hat`` holds l2-normalised descriptors; :math:`\hat\phi_C` is their mean over
     the cluster.
+
+    Parameters
+    ----------
+    Phi_hat : array-like of shape (K, d)
+        Normalised client descriptors.
+    labels : array-like of shape (K,)
+        Cluster of each client.
+    sizes : array-like of shape (K,)
+        Client sample sizes :math:`n_k`, positive.
+    trust : array-like of shape (K,)
+        Eq. 8 trust weights, non-negative (every cluster needs one positive).
+
+    Returns
+    -------
+    ndarray of shape (K,)
     """
     Phi_hat = check_points(Phi_hat, "Phi_hat")
     K = Phi_hat.shape[0]
@@ -133,7 +167,21 @@ def intra_cluster_weights(Phi_hat, labels, sizes, trust) -> np.ndarray:
 
 
 def cluster_models(models, labels, weights) -> np.ndarray:
-    """Eq. 6 aggregate per cluster: ``theta_C = sum_{k in C} w_k theta_k`` (M x dim)."""
+    """Eq. 6 aggregate per cluster: ``theta_C = sum_{k in C} w_k theta_k``.
+
+    Parameters
+    ----------
+    models : array-like of shape (K, dim)
+        The clients' models.
+    labels : array-like of shape (K,)
+        Cluster of each client (``0 .. M-1``).
+    weights : array-like of shape (K,)
+        Eq. 6 weights (:func:`intra_cluster_weights`).
+
+    Returns
+    -------
+    ndarray of shape (M, dim)
+    """
     models = check_points(models, "models")
     K = models.shape[0]
     labels = _check_labels(labels, K)
@@ -165,7 +213,21 @@ def consensus_model(theta_clusters, cluster_sizes) -> np.ndarray:
 
 def blend_clusters(theta_clusters, cluster_sizes, beta: float) -> np.ndarray:
     r"""Eq. 7: :math:`\theta^*_{C_j} = (1-\beta)\theta_{C_j} + \beta\bar\theta`,
-    :math:`\bar\theta = \sum_j \frac{|C_j|}{K}\theta_{C_j}` (:func:`consensus_model`)."""
+    :math:`\bar\theta = \sum_j \frac{|C_j|}{K}\theta_{C_j}` (:func:`consensus_model`).
+
+    Parameters
+    ----------
+    theta_clusters : array-like of shape (M, dim)
+        One model per cluster.
+    cluster_sizes : array-like of shape (M,)
+        :math:`|C_j|`, positive.
+    beta : float
+        Blending coefficient in [0, 1].
+
+    Returns
+    -------
+    ndarray of shape (M, dim)
+    """
     check_real(beta, "beta", low=0.0, high=1.0)
     theta = check_points(theta_clusters, "theta_clusters")
     return (1.0 - beta) * theta + beta * consensus_model(theta, cluster_sizes)
@@ -182,6 +244,29 @@ def server_state(descriptors, sizes, n_clusters: int, tau: float, use_trust: boo
     (:mod:`topofl_lib.flower`), so both run the same server. ``labels`` (one cluster
     index per client) keeps those clusters instead of clustering: trust and weights of
     new descriptors within the current clusters.
+
+    Parameters
+    ----------
+    descriptors : array-like of shape (K, d)
+        The clients' descriptors (not normalised).
+    sizes : array-like of shape (K,)
+        Client sample sizes.
+    n_clusters : int
+        Number of clusters.
+    tau : float
+        Eq. 8 z-score threshold.
+    use_trust : bool, default=True
+        If False every trust weight is 1.
+    distances : array-like of shape (K, K), optional
+        Client distances to use instead of the descriptors' l2 distances.
+    labels : array-like of shape (K,), optional
+        Keep these clusters instead of clustering.
+
+    Returns
+    -------
+    dict
+        ``"distances"``, ``"labels"``, ``"trust"``, ``"z"``, ``"weights"``,
+        ``"cluster_sizes"`` and ``"consensus_weights"`` (arrays).
     """
     descriptors = np.asarray(descriptors, dtype=np.float64)
     K = descriptors.shape[0]
@@ -206,6 +291,28 @@ def aggregate_round(local_models, labels, weights, cluster_sizes, beta: float,
     renormalised within each cluster, and a cluster none of whose clients replied keeps
     its ``previous`` model. No stale or partial model enters the aggregate. With every
     client responding this is exactly ``blend_clusters(cluster_models(...))``.
+
+    Parameters
+    ----------
+    local_models : array-like of shape (K, dim)
+        The clients' models (rows of non-responders are ignored).
+    labels : array-like of shape (K,)
+        Cluster of each client.
+    weights : array-like of shape (K,)
+        Eq. 6 weights.
+    cluster_sizes : array-like of shape (M,)
+        :math:`|C_j|` for Eq. 7.
+    beta : float
+        Eq. 7 blending coefficient.
+    previous : array-like of shape (M, dim), optional
+        Last round's cluster models; needed when a cluster has no responder.
+    responded : array-like of bool, shape (K,), optional
+        Which clients replied (``None``: all).
+
+    Returns
+    -------
+    ndarray of shape (M, dim)
+        The blended cluster models.
     """
     models = np.asarray(local_models, dtype=np.float64)
     labels = np.asarray(labels)

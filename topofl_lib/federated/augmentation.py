@@ -20,8 +20,18 @@ __all__ = ["augment_features", "augmentation_stats"]
 def augmentation_stats(X, topology) -> tuple:
     """Sec. 3.2 feature-augmentation statistics of one client (computed client-side).
 
-    ``topology`` is :func:`~topofl_lib.topology.client_topology`'s output for ``X``.
-    Returns ``(centre, scale, constants)`` for :func:`augment_features`.
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        The client's training features.
+    topology : tuple
+        :func:`~topofl_lib.topology.client_topology`'s output for ``X``.
+
+    Returns
+    -------
+    tuple
+        ``(centre, scale, constants)`` for :func:`augment_features`: the training
+        centroid (d,), :math:`\\sqrt d`, and the three topological columns (3,).
     """
     phi, dgms, Xs = topology
     m = Xs.shape[0]
@@ -34,7 +44,19 @@ def augmentation_stats(X, topology) -> tuple:
 
 
 def augment_features(X, stats) -> np.ndarray:
-    """Append the four Sec. 3.2 columns to ``X`` (see the module docstring)."""
+    """Append the four Sec. 3.2 columns to ``X`` (see the module docstring).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Features (training or test).
+    stats : tuple
+        The client's :func:`augmentation_stats`.
+
+    Returns
+    -------
+    ndarray of shape (n, d + 4)
+    """
     centre, scale, constants = stats
     dist = np.linalg.norm(X - centre, axis=1, keepdims=True) / scale
     return np.hstack([X, dist, np.broadcast_to(constants, (X.shape[0], 3))])

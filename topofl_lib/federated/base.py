@@ -59,8 +59,11 @@ EVALUATE_ON = ("honest", "all")
 class FederatedAlgorithm(BaseEstimator):
     """Base class; see the module docstring.
 
-    Common parameters
-    -----------------
+    FedAvg, pTopoFL and Local-only add ``solver`` (documented here, under Parameters,
+    with the parameters every algorithm shares).
+
+    Parameters
+    ----------
     n_rounds : int
         Communication rounds (paper: 15 for Scenarios A/B).
     lr : float
@@ -326,6 +329,18 @@ class FederatedAlgorithm(BaseEstimator):
         For logistic regression, P(y = 1) of shape (n,); for a network, (n, n_classes).
         If the fit standardised the clients, ``X`` is standardised with the client's
         training statistics (of its last round's data) first.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features_in_)
+            Raw features.
+        client : int, default=0
+            The client whose deployed model (the global, its cluster's or its own) is used.
+
+        Returns
+        -------
+        ndarray
+            Shape (n,) or (n, n_classes), as above.
         """
         if not hasattr(self, "history_"):
             raise ValueError(f"this {type(self).__name__} is not fitted yet; call fit first")

@@ -17,6 +17,28 @@ class FedAvg(FederatedAlgorithm):
     ``w = sum_k n_k w_k / sum_k n_k``. See :class:`FederatedAlgorithm` for parameters
     (``solver="lbfgs"``: every client fits its local optimum, so FedAvg becomes one-shot
     averaging of the local optima).
+
+    Parameters
+    ----------
+    n_rounds, lr, local_epochs, batch_size, C, model, random_state, rng_streams
+        As in :class:`FederatedAlgorithm`.
+    solver, evaluate_on, standardise
+        As in :class:`FederatedAlgorithm`.
+
+    Attributes
+    ----------
+    coef_ : ndarray (dim,)
+        The global model after the last round.
+    local_models_ : ndarray (K, dim)
+        The models the clients returned in the last round.
+
+    Examples
+    --------
+    >>> from topofl_lib import FedAvg, make_healthcare
+    >>> scenario = make_healthcare(n_clients=4, n_adversarial=1, random_state=0)
+    >>> est = FedAvg(n_rounds=3, random_state=0).fit(scenario)
+    >>> est.coef_.shape, est.predict_proba(scenario.clients[0].X_test).shape
+    ((21,), (42,))
     """
 
     name = "FedAvg"
@@ -53,6 +75,10 @@ class FedProx(FedAvg):
 
     Parameters
     ----------
+    n_rounds, lr, local_epochs, batch_size, C, model, random_state, rng_streams
+        As in :class:`~topofl_lib.federated.FederatedAlgorithm`.
+    evaluate_on, standardise
+        As in :class:`~topofl_lib.federated.FederatedAlgorithm`.
     mu : float, default=0.1
         Proximal strength (paper Sec. 4.1: 0.1).
     """

@@ -46,12 +46,40 @@ def add_bias(X: np.ndarray) -> np.ndarray:
 
 
 def predict_proba(w: np.ndarray, X: np.ndarray) -> np.ndarray:
-    """P(y = 1 | x) under the logistic model ``w`` (X without the bias column)."""
+    """P(y = 1 | x) under the logistic model ``w`` (X without the bias column).
+
+    Parameters
+    ----------
+    w : ndarray of shape (d + 1,)
+        Weights, then the bias.
+    X : ndarray of shape (n, d)
+        Features.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+    """
     return expit(X @ w[:-1] + w[-1])
 
 
 def logistic_gradient(w: np.ndarray, Xb: np.ndarray, y: np.ndarray, l2: float) -> np.ndarray:
-    """Gradient of mean log-loss + ``l2 / 2 * ||w[:-1]||^2`` (``Xb`` has the bias column)."""
+    """Gradient of mean log-loss + ``l2 / 2 * ||w[:-1]||^2`` (``Xb`` has the bias column).
+
+    Parameters
+    ----------
+    w : ndarray of shape (d + 1,)
+        Weights, then the bias (not penalised).
+    Xb : ndarray of shape (n, d + 1)
+        Features with the bias column last.
+    y : ndarray of shape (n,)
+        Labels in {0, 1}.
+    l2 : float
+        L2 strength.
+
+    Returns
+    -------
+    ndarray of shape (d + 1,)
+    """
     g = Xb.T @ (expit(Xb @ w) - y) / Xb.shape[0]
     g[:-1] += l2 * w[:-1]
     return g
@@ -79,11 +107,26 @@ def local_sgd(
         ``gradient(w, idx)``: stochastic gradient of the client loss on samples ``idx``.
     n : int
         Number of client samples (each epoch visits a fresh permutation of them).
+    lr : float
+        Step size.
+    epochs : int
+        Passes over the ``n`` samples.
+    batch_size : int
+        Mini-batch size (the last batch of an epoch may be smaller).
+    rng : numpy.random.Generator
+        Draws each epoch's permutation.
     extra : callable, optional
         ``extra(w)`` is added to every stochastic gradient (e.g. ``mu * (w - w_global)``).
     momentum : float
         Heavy-ball momentum ``v = momentum * v + g; w -= lr * v`` (0: plain SGD), as
         ``torch.optim.SGD``; the buffer starts at zero every round.
+
+    Returns
+    -------
+    w : ndarray
+        The final model.
+    steps : int
+        Number of SGD steps taken.
     """
     w = w0.copy()
     velocity = np.zeros_like(w) if momentum else None
@@ -119,23 +162,96 @@ class LogisticLearner:
         self.C = C
 
     def client_data(self, X: np.ndarray, y: np.ndarray):
+        """``(X with a bias column, y as float, the client's L2 strength 1 / (C n))``.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            Training features.
+        y : ndarray of shape (n,)
+            Binary training labels.
+
+        Returns
+        -------
+        tuple
+            ``(Xb, y, l2)``.
+        """
         return add_bias(X), np.asarray(y, dtype=np.float64), 1.0 / (self.C * X.shape[0])
 
     def init_params(self, data) -> np.ndarray | None:
         return None if data is None else np.zeros(data[0].shape[1])
 
     def gradient(self, w: np.ndarray, data, idx: np.ndarray) -> np.ndarray:
+        """Gradient of the regularised log-loss on samples ``idx``.
+
+        Parameters
+        ----------
+        w : ndarray of shape (d + 1,)
+            Weights, then the bias.
+        data : tuple
+            The client's :meth:`client_data`.
+        idx : ndarray of int
+            Indices of the mini-batch.
+
+        Returns
+        -------
+        ndarray of shape (d + 1,)
+        """
         Xb, y, l2 = data
         return logistic_gradient(w, Xb[idx], y[idx], l2)
 
     def predict_proba(self, w: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """P(y = 1 | x) for each row of ``X``.
+
+        Parameters
+        ----------
+        w : ndarray of shape (d + 1,)
+            Weights, then the bias.
+        X : ndarray of shape (n, d)
+            Features (no bias column).
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
         return predict_proba(w, X)
 
     def evaluate(self, w: np.ndarray, X: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+        """ROC AUC and accuracy (threshold 0.5) on a test set.
+
+        Parameters
+        ----------
+        w : ndarray of shape (d + 1,)
+            Weights, then the bias.
+        X : ndarray of shape (n, d)
+            Test features.
+        y : ndarray of shape (n,)
+            Binary test labels.
+
+        Returns
+        -------
+        tuple of float
+            ``(auc, accuracy)``.
+        """
         p = predict_proba(w, X)
         return roc_auc(y, p), accuracy(y, p)
 
     def representation(self, w: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """The raw features: pTopoFL's descriptor of a logistic client summarises ``X``.
+
+        Parameters
+        ----------
+        w : ndarray of shape (d + 1,)
+            Weights, then the bias.
+            Unused.
+        X : ndarray of shape (n, d)
+            Features.
+
+        Returns
+        -------
+        ndarray of shape (n, d)
+            ``X`` itself.
+        """
         return X
 
 
@@ -145,6 +261,20 @@ def client_streams(random_state: int, k: int) -> tuple[np.random.Generator, int]
     Both derive from ``SeedSequence(random_state, spawn_key=(k, ...))``, so a client
     process that knows only the run seed and its partition id draws exactly the numbers
     the in-process engine (``rng_streams="per_client"``) draws for it.
+
+    Parameters
+    ----------
+    random_state : int
+        The run's seed.
+    k : int
+        The client's index (partition id).
+
+    Returns
+    -------
+    sgd : numpy.random.Generator
+        The client's mini-batch generator.
+    seed : int
+        The seed of the client's persistence subsamples.
     """
     sgd = np.random.Generator(np.random.PCG64(
         np.random.SeedSequence(random_state, spawn_key=(k, 0))))

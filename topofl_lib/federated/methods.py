@@ -51,5 +51,11 @@ def make_method(name: str, **params) -> FederatedAlgorithm:
     -------
     FederatedAlgorithm
         An unfitted estimator.
+
+    Examples
+    --------
+    >>> from topofl_lib import make_method
+    >>> make_method("FedProx", n_rounds=5, mu=0.01)
+    FedProx(mu=0.01, n_rounds=5)
     """
     return get_method(name)(**params)

@@ -24,7 +24,19 @@ def roc_auc(y_true, scores) -> float:
     """Area under the ROC curve via the Mann–Whitney U statistic (ties count 1/2).
 
     Equals :func:`sklearn.metrics.roc_auc_score` for binary labels, at a fraction of
-    its cost. Returns NaN when ``y_true`` has a single class.
+    its cost.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        Binary labels 0/1.
+    scores : array-like of shape (n,)
+        Finite scores, higher meaning class 1.
+
+    Returns
+    -------
+    float
+        The AUC; NaN when ``y_true`` has a single class.
     """
     y, scores = _check_scored(y_true, scores, "scores")
     y = y.astype(bool)
@@ -37,7 +49,20 @@ def roc_auc(y_true, scores) -> float:
 
 
 def accuracy(y_true, proba, threshold: float = 0.5) -> float:
-    """Fraction of correct predictions at ``threshold``."""
+    """Fraction of correct predictions at ``threshold``.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        Binary labels 0/1.
+    proba : array-like of shape (n,)
+        P(y = 1); predicted 1 where ``proba >= threshold``.
+    threshold : float, default=0.5
+
+    Returns
+    -------
+    float
+    """
     y, proba = _check_scored(y_true, proba, "proba")
     return float(np.mean((proba >= threshold) == (y == 1)))
 
@@ -46,6 +71,17 @@ def convergence_round(curve, fraction: float = 0.95) -> int:
     """First round (1-based) whose value reaches ``fraction`` of the final value.
 
     This is the paper's definition (Table 1: "first round reaching 95% of final AUC").
+
+    Parameters
+    ----------
+    curve : array-like of shape (n_rounds,)
+        Finite metric per round.
+    fraction : float, default=0.95
+        In (0, 1].
+
+    Returns
+    -------
+    int
     """
     curve = np.asarray(curve, dtype=np.float64)
     if curve.ndim != 1 or curve.size == 0:

@@ -25,6 +25,21 @@ class PFedMe(FederatedAlgorithm):
     The default ``lr=0.05`` keeps :math:`\\eta\\lambda < 1`, so the local update
     is a contraction towards :math:`\\theta_k` (with the common ``lr=0.1`` it would
     overshoot).
+
+    Parameters
+    ----------
+    n_rounds, lr, local_epochs, batch_size, C, model, random_state, rng_streams
+        As in :class:`~topofl_lib.federated.FederatedAlgorithm`.
+    evaluate_on, standardise
+        As in :class:`~topofl_lib.federated.FederatedAlgorithm`.
+    lam : float, default=15.0
+        Moreau-envelope strength :math:`\\lambda` (> 0).
+    personal_lr : float, default=0.05
+        Step size of the inner steps that solve for :math:`\\theta_k` (> 0).
+    inner_steps : int, default=5
+        Inner gradient steps per mini-batch (>= 1).
+    beta : float, default=1.0
+        Server mixing weight :math:`\\beta` in ``(0, 1]``; 1 is plain averaging.
     """
 
     name = "pFedMe"

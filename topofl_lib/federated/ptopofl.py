@@ -148,6 +148,16 @@ class PTopoFL(FederatedAlgorithm):
     local_models_ : ndarray (K, dim)  the models the clients returned in the last round
     drift_statistic_ : ndarray (n_rounds, K)  the drift statistic (NaN until defined)
     recluster_rounds_ : list of int  rounds (1-based) after which drift re-clustered
+
+    Examples
+    --------
+    >>> from topofl_lib import PTopoFL, make_healthcare
+    >>> scenario = make_healthcare(n_clients=4, n_adversarial=1, random_state=0)
+    >>> est = PTopoFL(n_rounds=3, random_state=0).fit(scenario)
+    >>> est.descriptors_.shape, est.labels_
+    ((4, 48), array([0, 0, 0, 1]))
+    >>> [c.adversarial for c in scenario.clients]
+    [False, False, False, True]
     """
 
     name = "pTopoFL"

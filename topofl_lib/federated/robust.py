@@ -27,7 +27,15 @@ __all__ = ["CoordinateMedian", "Krum", "TrimmedMean"]
 
 
 class CoordinateMedian(FedAvg):
-    """FedAvg clients, coordinate-wise median server."""
+    """FedAvg clients, coordinate-wise median server.
+
+    Parameters
+    ----------
+    n_rounds, lr, local_epochs, batch_size, C, model, random_state, rng_streams
+        As in :class:`~topofl_lib.federated.FederatedAlgorithm`.
+    solver, evaluate_on, standardise
+        As in :class:`~topofl_lib.federated.FederatedAlgorithm`.
+    """
 
     name = "Median"
 
@@ -40,6 +48,10 @@ class TrimmedMean(FedAvg):
 
     Parameters
     ----------
+    n_rounds, lr, local_epochs, batch_size, C, model, random_state, rng_streams
+        As in :class:`~topofl_lib.federated.FederatedAlgorithm`.
+    evaluate_on, standardise
+        As in :class:`~topofl_lib.federated.FederatedAlgorithm`.
     trim : float, default=0.2
         Fraction cut from each end in every coordinate (``0 <= trim < 0.5``).
     """
@@ -66,6 +78,10 @@ class Krum(FedAvg):
 
     Parameters
     ----------
+    n_rounds, lr, local_epochs, batch_size, C, model, random_state, rng_streams
+        As in :class:`~topofl_lib.federated.FederatedAlgorithm`.
+    evaluate_on, standardise
+        As in :class:`~topofl_lib.federated.FederatedAlgorithm`.
     n_byzantine : int or None
         Assumed number of Byzantine clients ``f``; needs ``K > 2 f + 2``.
     """

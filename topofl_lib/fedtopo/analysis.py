@@ -81,6 +81,22 @@ def snapshot_barcodes(est, x, rounds, channel: int = 0) -> pd.DataFrame:
     """Barcode of one probe image's block activation (one channel) under each model.
 
     Returns rows ``round, model, dim, birth, death``.
+
+    Parameters
+    ----------
+    est : FedTopo
+        A fitted FedTopo that kept model snapshots.
+    x : array-like
+        One probe image (flattened or shaped).
+    rounds : iterable of int
+        Rounds whose snapshots are used.
+    channel : int, default=0
+        Channel of the block activation.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``round``, ``model``, ``dim``, ``birth``, ``death``.
     """
     import torch
 
@@ -101,7 +117,26 @@ def snapshot_barcodes(est, x, rounds, channel: int = 0) -> pd.DataFrame:
 def tal_step_time(learner_or_net, X, block: str, repeats: int = 5,
                   backend: str = "auto") -> dict:
     """Seconds for one TE forward + backward on the batch ``X`` at ``block``, and for the
-    plain cross-entropy forward + backward on it, medians over ``repeats``."""
+    plain cross-entropy forward + backward on it, medians over ``repeats``.
+
+    Parameters
+    ----------
+    learner_or_net : TorchLearner or BlockNet
+        The network (or a learner holding it as ``net``).
+    X : array-like of shape (n, channels, H, W)
+        The batch.
+    block : str
+        The aligned block.
+    repeats : int, default=5
+        Timed repetitions.
+    backend : str, default="auto"
+        The cubical persistence backend.
+
+    Returns
+    -------
+    dict
+        ``tal_seconds``, ``ce_seconds``, ``batch``, ``block`` and the resolved ``backend``.
+    """
     import torch
     import torch.nn.functional as F
 

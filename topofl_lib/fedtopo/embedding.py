@@ -183,7 +183,19 @@ class TopologicalEmbedding(TransformerMixin, BaseEstimator):
 
     # -- estimator API ---------------------------------------------------------------
     def fit(self, activations, y=None):
-        """Fix the image grid from the diagrams of ``activations`` (n, C, H, W)."""
+        """Fix the image grid from the diagrams of ``activations`` (n, C, H, W).
+
+        Parameters
+        ----------
+        activations : array-like or torch.Tensor of shape (n, C, H, W)
+            Block activations.
+        y : None
+            Ignored (scikit-learn convention).
+
+        Returns
+        -------
+        self
+        """
         self._validate()
         t = self._as_tensor(activations)
         _, birth, pers = self._points(t.detach())

@@ -53,7 +53,20 @@ SCHEDULES = ("warmup", "linear", "piecewise", "smooth")
 
 
 def imbalance_floor(label_counts, alpha_init: float = 0.2) -> float:
-    """:math:`\\alpha_{\\min}^{(i)} = \\alpha_{init}(1 - H(p)/\\log C)` from label counts."""
+    """:math:`\\alpha_{\\min}^{(i)} = \\alpha_{init}(1 - H(p)/\\log C)` from label counts.
+
+    Parameters
+    ----------
+    label_counts : array-like of shape (n_classes,)
+        Non-negative counts over at least two classes, with a positive total.
+    alpha_init : float, default=0.2
+        The initial TAL weight :math:`\\alpha_{init}`.
+
+    Returns
+    -------
+    float
+        The floor: 0 for balanced labels, ``alpha_init`` for a single class.
+    """
     counts = np.asarray(label_counts, dtype=np.float64)
     if (counts.ndim != 1 or counts.size < 2 or not np.all(np.isfinite(counts))
             or np.any(counts < 0) or counts.sum() <= 0):
@@ -70,6 +83,18 @@ def calibrate_loss_range(tal_log, quantiles=(10.0, 90.0)) -> tuple[float, float]
     Table C.3 says the range is "tuned per dataset"; this tunes it to the scale of *our*
     embedding (a pilot run's TAL percentiles), not to any accuracy. Zero values (the
     first step of a round, where local = global) are ignored.
+
+    Parameters
+    ----------
+    tal_log : array-like
+        A ``tal_log_`` array (n_steps, 5), or the TAL values themselves.
+    quantiles : tuple of float, default=(10.0, 90.0)
+        Lower and upper percentiles.
+
+    Returns
+    -------
+    l_min, l_max : float
+        The two percentiles of the positive TAL values.
     """
     log = np.asarray(tal_log, dtype=np.float64)
     losses = log[:, 4] if log.ndim == 2 else log.ravel()
@@ -143,6 +168,24 @@ class AlphaSchedule(BaseEstimator):
 
         ``losses`` has one value per step (``n_rounds * epochs * steps_per_epoch``);
         returns the alpha used at each step (before that step's loss is observed).
+
+        Parameters
+        ----------
+        losses : array-like of shape (n_rounds * epochs * steps_per_epoch,)
+            The TAL value observed at each step.
+        n_rounds : int
+            Number of rounds.
+        epochs : int
+            Local epochs per round.
+        steps_per_epoch : int
+            Steps per local epoch.
+        alpha_min : float, default=0.0
+            The client's floor.
+
+        Returns
+        -------
+        ndarray of shape (n_rounds * epochs * steps_per_epoch,)
+            The alpha used at each step.
         """
         state = self.start(alpha_min)
         losses = np.asarray(losses, dtype=np.float64)

@@ -42,6 +42,22 @@ def sample_pairs(y, n_pairs: int, random_state=None) -> tuple[np.ndarray, np.nda
     """``n_pairs`` random same-class and ``n_pairs`` different-class index pairs.
 
     Returns ``(pairs, same)``: an (2 n_pairs, 2) array and a boolean label per pair.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Class labels (at least two classes, one with two samples).
+    n_pairs : int
+        Pairs of each kind.
+    random_state : None, int or Generator
+        Seeds the draw.
+
+    Returns
+    -------
+    pairs : ndarray of shape (2 * n_pairs, 2)
+        Index pairs.
+    same : ndarray of shape (2 * n_pairs,), dtype bool
+        Whether each pair shares its class.
     """
     y = np.asarray(y)
     check_int(n_pairs, "n_pairs", low=1)
@@ -131,7 +147,21 @@ class TopologyGuidedBlockScreening(BaseEstimator):
 
     def fit(self, net, X, y):
         """Screen the blocks of ``net`` (a :class:`~topofl_lib.deep.BlockNet`) on images
-        ``X`` (tensor or array of shape (n, channels, H, W)) with labels ``y``."""
+        ``X`` (tensor or array of shape (n, channels, H, W)) with labels ``y``.
+
+        Parameters
+        ----------
+        net : BlockNet
+            The network whose blocks are screened.
+        X : array-like or torch.Tensor of shape (n, channels, H, W)
+            Validation images.
+        y : array-like of shape (n,)
+            Their labels.
+
+        Returns
+        -------
+        self
+        """
         import torch
 
         check_int(self.n_components, "n_components", low=1)

@@ -114,6 +114,21 @@ def _inject_fault(context: Context, rnd: int, w: np.ndarray, metrics: MetricReco
 
 @app.query()
 def query(msg: Message, context: Context) -> Message:
+    """Report the client's sizes and, for pTopoFL, its topological descriptor (round 0).
+
+    Parameters
+    ----------
+    msg : flwr.app.Message
+        The server's query; its ``"config"`` record carries the client run configuration.
+    context : flwr.app.Context
+        The node's context; ``node_config`` holds ``partition-id`` and ``data-path``.
+
+    Returns
+    -------
+    flwr.app.Message
+        The reply: a ``"metrics"`` record with the partition id and the numbers of training
+        examples, features and model parameters, plus ``"descriptor"`` when the config asks for it.
+    """
     pid, data = _load(context)
     cfg = msg.content["config"]
     seed = int(cfg["seed"])
@@ -130,6 +145,24 @@ def query(msg: Message, context: Context) -> Message:
 
 @app.train()
 def train(msg: Message, context: Context) -> Message:
+    """Run one round of local SGD (FedProx's proximal term when ``proximal-mu`` > 0).
+
+    Parameters
+    ----------
+    msg : flwr.app.Message
+        The server's train message: the model in ``"arrays"``, the run configuration and
+        ``server-round`` in ``"config"``.
+    context : flwr.app.Context
+        The node's context; ``node_config`` holds ``partition-id``, ``data-path`` and an optional
+        injected fault.
+
+    Returns
+    -------
+    flwr.app.Message
+        The reply: the trained weights in ``"arrays"`` and a ``"metrics"`` record (number of
+        examples, partition id, and the descriptor or phase timestamps when the config asks for
+        them).
+    """
     t_start = time.time()
     pid, data = _load(context)
     cfg = msg.content["config"]
@@ -160,6 +193,22 @@ def train(msg: Message, context: Context) -> Message:
 
 @app.evaluate()
 def evaluate(msg: Message, context: Context) -> Message:
+    """Score the server's model on the client's test split.
+
+    Parameters
+    ----------
+    msg : flwr.app.Message
+        The server's evaluate message: the model in ``"arrays"``, the run configuration in
+        ``"config"``.
+    context : flwr.app.Context
+        The node's context; ``node_config`` holds ``partition-id`` and ``data-path``.
+
+    Returns
+    -------
+    flwr.app.Message
+        The reply: a ``"metrics"`` record with the test AUC and accuracy, the partition id and the
+        number of test examples.
+    """
     pid, data = _load(context)
     cfg = msg.content["config"]
     w = msg.content["arrays"].to_numpy_ndarrays()[0]

@@ -24,7 +24,27 @@ __all__ = ["flower_demo"]
 
 def flower_demo(method: str = "pTopoFL", rounds: int = 15, seed: int = 0,
                 workdir="build/flower", secure: bool = True) -> dict:
-    """Run the demo (see the module docstring); returns the Flower run's results."""
+    """Run the demo (see the module docstring); returns the Flower run's results.
+
+    Parameters
+    ----------
+    method : {"pTopoFL", "FedAvg", "FedProx"}, default="pTopoFL"
+        The federated method to run.
+    rounds : int, default=15
+        Number of communication rounds (at least 1).
+    seed : int, default=0
+        Seed of the healthcare scenario and of the run.
+    workdir : str or Path, default="build/flower"
+        Folder for the client partitions, keys, certificates and logs.
+    secure : bool, default=True
+        Use TLS and registered SuperNode keys; ``False`` runs the federation insecure.
+
+    Returns
+    -------
+    dict
+        The Flower run's results (``server_app``'s JSON: per-round entries with ``seconds`` and
+        ``scores``, ``seconds``, ``descriptor_bytes``, ``model_bytes``, ...).
+    """
     check_choice(method, "method", FLOWER_METHODS)
     check_int(rounds, "rounds", low=1)
     check_int(seed, "seed", low=0)

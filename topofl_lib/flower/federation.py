@@ -74,7 +74,20 @@ RESTART_WAIT = 4.0
 
 
 def write_partitions(scenario: FederatedScenario, folder) -> list[Path]:
-    """One ``client_<k>.npz`` per client (the only data its SuperNode sees)."""
+    """One ``client_<k>.npz`` per client (the only data its SuperNode sees).
+
+    Parameters
+    ----------
+    scenario : FederatedScenario
+        The scenario whose clients are written.
+    folder : str or Path
+        Destination folder (created if missing).
+
+    Returns
+    -------
+    list of Path
+        The written files, in client order.
+    """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -257,7 +270,23 @@ class LocalFederation:
             raise RuntimeError(f"flwr supernode register failed; see {log}")
 
     def node_args(self, k: int, private_key=None, **node_config) -> list[str]:
-        """The ``flower-supernode`` arguments of client ``k``'s SuperNode."""
+        """The ``flower-supernode`` arguments of client ``k``'s SuperNode.
+
+        Parameters
+        ----------
+        k : int
+            Client index (``0 <= k < len(data_paths)``).
+        private_key : Path, optional
+            The SuperNode's private key; by default the client's own key (secure federations only).
+        **node_config
+            Extra ``--node-config`` entries (e.g. an injected ``fault``), overriding the stored
+            ones.
+
+        Returns
+        -------
+        list of str
+            Command-line arguments for ``flower-supernode``.
+        """
         check_int(k, "k", low=0, high=len(self.data_paths) - 1)
         folder = self.workdir / "nodes" / str(k)
         folder.mkdir(parents=True, exist_ok=True)
@@ -279,7 +308,22 @@ class LocalFederation:
 
     def spawn_node(self, k: int, args, log_name: str) -> NodeProcess:
         """Start a SuperNode (:mod:`~topofl_lib.flower.node`) for client ``k`` with
-        ``flower-supernode`` ``args``, logging to ``log_name``."""
+        ``flower-supernode`` ``args``, logging to ``log_name``.
+
+        Parameters
+        ----------
+        k : int
+            Client index.
+        args : list of str
+            ``flower-supernode`` arguments (see :meth:`node_args`).
+        log_name : str
+            Log file name inside the work directory.
+
+        Returns
+        -------
+        NodeProcess
+            The forked SuperNode.
+        """
         if self._zygote is None:
             raise RuntimeError("start the federation before its SuperNodes")
         env = {"FLWR_HOME": str(self.workdir / "nodes" / str(k) / "flwr-home")}
@@ -294,6 +338,15 @@ class LocalFederation:
         A node restarted after a crash can rejoin with its key once the SuperLink has
         taken it for offline (at most two heartbeats, 20 s): until then its start is
         refused and is retried here.
+
+        Parameters
+        ----------
+        k : int
+            Client index.
+        wait : float, default=120.0
+            Seconds to wait for the node to connect; ``0`` returns at once.
+        **node_config
+            Extra ``--node-config`` entries for this node (see :meth:`node_args`).
         """
         self.kill_node(k)
         log = self.workdir / f"supernode_{k}.log"
@@ -305,7 +358,20 @@ class LocalFederation:
             self.wait_node(k, wait)
 
     def wait_node(self, k: int, timeout: float = 120.0) -> int:
-        """Wait until client ``k``'s SuperNode is connected; returns its node id."""
+        """Wait until client ``k``'s SuperNode is connected; returns its node id.
+
+        Parameters
+        ----------
+        k : int
+            Client index.
+        timeout : float, default=120.0
+            Seconds before a ``RuntimeError``.
+
+        Returns
+        -------
+        int
+            The SuperNode id the SuperLink assigned.
+        """
         log = self.workdir / f"supernode_{k}.log"
         deadline = time.monotonic() + timeout
         while True:
@@ -354,7 +420,23 @@ class LocalFederation:
 
     # -- runs ----------------------------------------------------------------------------
     def submit(self, name: str = "run", **run_config) -> tuple[subprocess.Popen, Path]:
-        """Submit the app with ``flwr run --stream``; returns the process and results path."""
+        """Submit the app with ``flwr run --stream``; returns the process and results path.
+
+        Parameters
+        ----------
+        name : str, default="run"
+            Name of the run's log (``<name>.log``) and results file (``<name>.json``).
+        **run_config
+            Run-config entries overriding ``default_run_config()``; an unknown key raises
+            ``ValueError``.
+
+        Returns
+        -------
+        process : subprocess.Popen
+            The ``flwr run`` process.
+        results_path : Path
+            Where the ServerApp writes the results.
+        """
         defaults = default_run_config()
         cfg = {**defaults, **run_config, "results-path": str(self.workdir / f"{name}.json")}
         check_choice(cfg["method"], "method", FLOWER_METHODS)
@@ -369,7 +451,22 @@ class LocalFederation:
         return proc, Path(cfg["results-path"])
 
     def run(self, name: str = "run", timeout: float = 600.0, **run_config) -> dict:
-        """Run the app to completion and return its results (see ``server_app``)."""
+        """Run the app to completion and return its results (see ``server_app``).
+
+        Parameters
+        ----------
+        name : str, default="run"
+            Name of the run's log and results files.
+        timeout : float, default=600.0
+            Seconds before the run is killed (``subprocess.TimeoutExpired``).
+        **run_config
+            Run-config entries (see :meth:`submit`).
+
+        Returns
+        -------
+        dict
+            The ServerApp's results; a run that did not finish raises ``RuntimeError``.
+        """
         proc, path = self.submit(name, **run_config)
         try:
             proc.wait(timeout=timeout)
@@ -514,7 +611,23 @@ def _end_group(proc, sig: int | None, timeout: float = 10.0) -> None:
 
 def in_process_reference(scenario: FederatedScenario, method: str = "pTopoFL",
                          **run_config):
-    """The in-process engine on the same data and seed as a Flower run."""
+    """The in-process engine on the same data and seed as a Flower run.
+
+    Parameters
+    ----------
+    scenario : FederatedScenario
+        The data the Flower run uses.
+    method : {"pTopoFL", "FedAvg", "FedProx"}, default="pTopoFL"
+        The federated method.
+    **run_config
+        Flower run-config entries (``num-rounds``, ``seed``, ``lr``, ...) overriding
+        ``default_run_config()``; they are mapped onto the method's parameters.
+
+    Returns
+    -------
+    estimator
+        The fitted in-process method (its ``history_`` holds the per-round scores).
+    """
     from ..federated import make_method
 
     cfg = {**default_run_config(), **run_config}

@@ -36,7 +36,17 @@ __all__ = ["TLSFiles", "make_node_key", "make_tls", "register_nodes"]
 
 @dataclass(frozen=True)
 class TLSFiles:
-    """Paths of a federation's CA certificate and the SuperLink's certificate and key."""
+    """Paths of a federation's CA certificate and the SuperLink's certificate and key.
+
+    Attributes
+    ----------
+    ca : Path
+        The CA certificate.
+    cert : Path
+        The SuperLink's certificate.
+    key : Path
+        The SuperLink's private key.
+    """
 
     ca: Path
     cert: Path
@@ -157,6 +167,13 @@ def register_nodes(public_keys, superlink: str = "local") -> None:
 
     The CLI reads its connection ``superlink`` from ``$FLWR_HOME/config.toml``; a failed
     registration raises ``RuntimeError``.
+
+    Parameters
+    ----------
+    public_keys : iterable of str or Path
+        SuperNode public key files.
+    superlink : str, default="local"
+        Name of the SuperLink connection in ``$FLWR_HOME/config.toml``.
     """
     import click
     import typer

@@ -219,7 +219,23 @@ class TopoflStrategy(FedAvg):
         return ConfigRecord({**self.client_config, **extra})
 
     def identify(self, grid: Grid, nodes, server_round: int = 0) -> list[Message]:
-        """Ask ``nodes`` for their partition id, size, width and (pTopoFL) descriptor."""
+        """Ask ``nodes`` for their partition id, size, width and (pTopoFL) descriptor.
+
+        Parameters
+        ----------
+        grid : flwr.serverapp.Grid
+            The grid to query through.
+        nodes : iterable of int
+            Node ids to ask.
+        server_round : int, default=0
+            Round recorded with any rejected reply.
+
+        Returns
+        -------
+        list of flwr.app.Message
+            The valid replies (their partition ids and sizes are recorded in ``partition_`` and
+            ``sizes_``).
+        """
         msgs = [Message(RecordDict({"config": self._config()}), message_type=MessageType.QUERY,
                         dst_node_id=n) for n in nodes]
         valid = []
@@ -281,6 +297,24 @@ class TopoflStrategy(FedAvg):
 
     # -- strategy ------------------------------------------------------------------------
     def configure_train(self, server_round, arrays, config, grid):
+        """One train message per connected node, carrying its cluster's model.
+
+        Parameters
+        ----------
+        server_round : int
+            The current round.
+        arrays : flwr.app.ArrayRecord
+            The cluster models.
+        config : flwr.app.ConfigRecord
+            Configuration sent with the messages (``server-round`` is added).
+        grid : flwr.serverapp.Grid
+            The grid (nodes that joined since are identified first).
+
+        Returns
+        -------
+        list of flwr.app.Message
+            The train messages.
+        """
         self._t0 = time.perf_counter()
         self._wall0 = time.time()
         self._grid = grid
@@ -306,6 +340,22 @@ class TopoflStrategy(FedAvg):
         return out
 
     def aggregate_train(self, server_round, replies):
+        """Aggregate the valid train replies into the next cluster models (rejecting bad ones).
+
+        Parameters
+        ----------
+        server_round : int
+            The current round.
+        replies : iterable of flwr.app.Message
+            The clients' train replies.
+
+        Returns
+        -------
+        arrays : flwr.app.ArrayRecord
+            The new cluster models.
+        metrics : None
+            No aggregated metrics.
+        """
         t_agg, t_agg_wall = time.perf_counter(), time.time()
         replies = list(replies)
         ok = []
@@ -364,11 +414,43 @@ class TopoflStrategy(FedAvg):
         return ArrayRecord(list(models)), None
 
     def configure_evaluate(self, server_round, arrays, config, grid):
+        """Evaluate messages every ``eval_every`` rounds and after the last one (else none).
+
+        Parameters
+        ----------
+        server_round : int
+            The current round.
+        arrays : flwr.app.ArrayRecord
+            The cluster models.
+        config : flwr.app.ConfigRecord
+            Configuration sent with the messages.
+        grid : flwr.serverapp.Grid
+            The grid.
+
+        Returns
+        -------
+        list of flwr.app.Message
+            The evaluate messages (empty in a round without evaluation).
+        """
         if server_round % self.eval_every and server_round != self.num_rounds:
             return []
         return self._per_node(grid, arrays, config, MessageType.EVALUATE, server_round)
 
     def aggregate_evaluate(self, server_round, replies):
+        """Record the clients' (AUC, accuracy) in the round's entry and save the results.
+
+        Parameters
+        ----------
+        server_round : int
+            The current round.
+        replies : iterable of flwr.app.Message
+            The clients' evaluate replies (one from a node for another client is rejected).
+
+        Returns
+        -------
+        None
+            Scores go into ``history_``, not into Flower's metrics.
+        """
         replies = list(replies)
         if not replies:
             return None
@@ -394,6 +476,15 @@ class TopoflStrategy(FedAvg):
 
 @app.main()
 def main(grid: Grid, context: Context) -> None:
+    """The ServerApp: build the strategy from the run config, run round 0 and the rounds.
+
+    Parameters
+    ----------
+    grid : flwr.serverapp.Grid
+        The grid Flower provides (wrapped in a :class:`~topofl_lib.flower.waits.PollingGrid`).
+    context : flwr.app.Context
+        The run's context; ``run_config`` holds the method, hyper-parameters and ``results-path``.
+    """
     gc.freeze()  # the imports never become garbage: keep the collector off them
     cfg = context.run_config
     method = str(cfg["method"])

@@ -77,6 +77,15 @@ class Pacer:
     the delay when the pace changes; with no pace known yet the waits double from
     ``idle_min`` to ``idle_max``. Shorter waits (the checks for the ClientApp's reply)
     last :data:`BUSY` s.
+
+    Parameters
+    ----------
+    idle_min : float
+        Shortest idle wait in seconds (``0 < idle_min <= idle_max``).
+    idle_max : float
+        Longest idle wait in seconds.
+    clock : callable, default=time.time
+        Returns the current wall-clock time.
     """
 
     def __init__(self, idle_min: float, idle_max: float, clock=time.time):
@@ -92,7 +101,15 @@ class Pacer:
         return getattr(time, name)
 
     def message(self, created: float | None = None, kind: str = "") -> None:
-        """A message of type ``kind`` came, created by the ServerApp at ``created``."""
+        """A message of type ``kind`` came, created by the ServerApp at ``created``.
+
+        Parameters
+        ----------
+        created : float, optional
+            When the ServerApp created the message (``time.time()`` scale); default now.
+        kind : str, default=""
+            The message type.
+        """
         now = self.clock()
         created = now if created is None else float(created)
         self.offset = now - created if self.offset is None else min(self.offset, now - created)
@@ -118,7 +135,17 @@ class Pacer:
 def shorten_object_pulls(module, backoff: float = PULL_BACKOFF,
                          cap: float = PULL_BACKOFF_CAP) -> None:
     """Make ``module``'s ``pull_objects`` retry a missing object after ``backoff`` s
-    (doubling up to ``cap``) instead of Flower's 1 s (up to 10 s)."""
+    (doubling up to ``cap``) instead of Flower's 1 s (up to 10 s).
+
+    Parameters
+    ----------
+    module : module
+        A Flower module with a ``pull_objects`` function.
+    backoff : float, default=PULL_BACKOFF
+        First retry delay in seconds.
+    cap : float, default=PULL_BACKOFF_CAP
+        Largest retry delay in seconds.
+    """
     _require(module, "pull_objects")
     pull = module.pull_objects
     if isinstance(pull, functools.partial):
@@ -132,6 +159,18 @@ def adjust_supernode(idle_min: float, idle_max: float,
 
     ``on_message`` is called each time the SuperNode has stored a message from the
     SuperLink and created its ClientApp task. Returns the :class:`Pacer` in use.
+
+    Parameters
+    ----------
+    idle_min, idle_max : float
+        The :class:`Pacer`'s shortest and longest idle waits in seconds.
+    on_message : callable, optional
+        Called with no arguments after each stored message.
+
+    Returns
+    -------
+    Pacer
+        The pacer now standing in for the SuperNode's ``time``.
     """
     from flwr.supercore import heartbeat
     from flwr.supernode import fleet_http_connection, start_client_internal
@@ -178,6 +217,13 @@ class PollingGrid:
     ``arrived`` maps the id of each message sent to the time (``time.time()``) its
     reply came in (the end of the ask that returned it); ``pushed`` is when the last
     call had pushed all its messages.
+
+    Parameters
+    ----------
+    grid : flwr.serverapp.Grid
+        The wrapped Grid.
+    interval : float, default=0.1
+        Seconds between two asks for replies (> 0).
     """
 
     def __init__(self, grid, interval: float = 0.1):
@@ -191,7 +237,20 @@ class PollingGrid:
         return getattr(self.grid, name)
 
     def send_and_receive(self, messages, *, timeout: float | None = None) -> list:
-        """Push ``messages``; return the replies that arrive within ``timeout`` s."""
+        """Push ``messages``; return the replies that arrive within ``timeout`` s.
+
+        Parameters
+        ----------
+        messages : iterable of flwr.app.Message
+            The messages to push.
+        timeout : float, optional
+            Seconds to wait for replies; ``None`` waits for all of them.
+
+        Returns
+        -------
+        list of flwr.app.Message
+            The replies received.
+        """
         pending = set(self.grid.push_messages(messages))
         self.pushed = time.time()
         deadline = None if timeout is None else time.monotonic() + timeout

@@ -62,6 +62,20 @@ def logistic_data_gradient(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.nd
 
     This is what a client sends in one FedSGD step, less the regulariser ``l2 * w``,
     which the server knows and subtracts.
+
+    Parameters
+    ----------
+    w : ndarray of shape (d + 1,)
+        Weights, then the bias.
+    X : ndarray of shape (n, d)
+        Records.
+    y : ndarray of shape (n,)
+        Binary labels.
+
+    Returns
+    -------
+    ndarray of shape (d + 1,)
+        The gradient (weights, then bias).
     """
     X = check_points(X)
     r = expit(X @ w[:-1] + w[-1]) - np.asarray(y, dtype=np.float64)
@@ -95,6 +109,28 @@ def invert_batch_gradient(
     Minimises ``||g(X_hat, y_hat) - grad||^2 / ||grad||^2`` over ``batch_size`` dummy
     records ``X_hat`` and label logits with Adam; keeps the best of ``restarts`` random
     initialisations. Returns ``X_hat`` of shape ``(batch_size, d)``.
+
+    Parameters
+    ----------
+    grad : ndarray of shape (d + 1,)
+        The observed gradient.
+    w : ndarray of shape (d + 1,)
+        The model it was computed at.
+    batch_size : int
+        Number of records to reconstruct.
+    n_iter : int, default=1500
+        Adam steps per restart.
+    lr : float, default=0.05
+        Adam's learning rate (> 0).
+    restarts : int, default=2
+        Random initialisations.
+    random_state : None, int or Generator
+        Seeds the initialisations.
+
+    Returns
+    -------
+    ndarray of shape (batch_size, d)
+        The reconstruction ``X_hat``.
     """
     require("torch", "invert_batch_gradient (the optimisation attack)")
     import torch
@@ -140,6 +176,20 @@ def reconstruction_metrics(X_hat, X_true, tol: float = 0.1) -> dict[str, float]:
     of true records with relative error ``||x_hat - x|| / ||x|| <= tol``
     (``recovered``), the mean relative error and the mean cosine similarity of those
     nearest pairs.
+
+    Parameters
+    ----------
+    X_hat : array-like of shape (m, d)
+        Reconstructed records.
+    X_true : array-like of shape (n, d)
+        True records.
+    tol : float, default=0.1
+        Largest relative error of a recovered record (> 0).
+
+    Returns
+    -------
+    dict of str to float
+        ``recovered``, ``relative_error`` and ``cosine``.
     """
     X_hat = check_points(X_hat, "X_hat")
     X_true = check_points(X_true, "X_true")
@@ -176,6 +226,21 @@ def invert_descriptor(
     move if the scaled squared descriptor error does not grow; the step size follows the
     1/5 success rule. Pass ``n_points = min(n, n_sub)``: only the subsample enters the
     descriptor.
+
+    Parameters
+    ----------
+    target : ndarray of shape (8 + 2 * n_thresholds,)
+        The observed descriptor.
+    population : array-like of shape (N, d)
+        Records the attacker can draw from (at least ``n_points``).
+    n_points : int
+        Records to reconstruct (at least 2).
+    n_iter : int, default=2000
+        Evolution steps.
+    n_thresholds : int, default=20
+        Thresholds of the descriptor's Betti curves.
+    random_state : None, int or Generator
+        Seeds the start and the moves.
 
     Returns
     -------
@@ -237,6 +302,27 @@ def membership_inference(
     attacker simulates ``n_shadow`` datasets with and ``n_shadow`` without the target,
     fits a diagonal Gaussian to each set of transmitted objects, and scores
     ``log N(T | in) - log N(T | out)``.
+
+    Parameters
+    ----------
+    population : array-like of shape (N, d)
+        Records the challenger and the attacker draw from (at least ``n + 2``).
+    labels : array-like of shape (N,)
+        Their binary labels.
+    n : int
+        Records per client dataset (at least 2).
+    channel : {"gradient", "descriptor"}
+        What the client transmits.
+    w : ndarray of shape (d + 1,), optional
+        The model of the gradient channel (required there).
+    n_targets : int, default=50
+        Target records (trials).
+    n_shadow : int, default=16
+        Shadow datasets per side.
+    n_sub : int, default=80
+        Subsample size of the descriptor channel.
+    random_state : None, int or Generator
+        Seeds the trials.
 
     Returns
     -------

@@ -58,6 +58,20 @@ def proxy_table(scenarios: Sequence[str] = ("healthcare", "benchmark"),
 
     Columns: scenario, seed, client, n, d, p (model parameters: d + 1),
     rho_grad, rho_topo, mi_grad_bits, mi_topo_bits.
+
+    Parameters
+    ----------
+    scenarios : sequence of str, default=("healthcare", "benchmark")
+        Scenario names (:func:`~topofl_lib.data.make_scenario`).
+    seeds : iterable of int, default=range(10)
+        Realisations of each scenario.
+    alpha_c : float, default=0.1
+        The paper's compression factor.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (scenario, seed, client).
     """
     rows = []
     for name in scenarios:
@@ -94,6 +108,28 @@ def gradient_inversion_experiment(
     ``optimisation`` (all B) and the baseline ``population_guess`` (B records drawn
     from other clients). Columns: scenario, seed, client, batch_size, attack,
     recovered, relative_error, cosine.
+
+    Parameters
+    ----------
+    scenario : str, default="healthcare"
+        Scenario name.
+    seeds : iterable of int, default=range(3)
+        Scenario realisations.
+    batch_sizes : sequence of int, default=(1, 2, 4, 8, 16)
+        Batch sizes (larger than a client's data: skipped).
+    tol : float, default=0.1
+        Relative error of a recovered record.
+    n_iter : int, default=1500
+        Adam steps of the optimisation attack.
+    max_clients : int, optional
+        Attack at most this many honest clients per seed.
+    progress : bool, default=True
+        Show a tqdm bar.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (seed, client, batch size, attack).
     """
     check_real(tol, "tol", low=0.0, low_open=True)
     for b in batch_sizes:
@@ -148,6 +184,29 @@ def descriptor_inversion_experiment(
     the search) and ``"population_guess"`` (the starting sample, i.e. no search) are
     scored against *all* the client's training records. ``descriptor_error`` is the
     scaled descriptor mismatch the search minimises.
+
+    Parameters
+    ----------
+    scenario : str, default="healthcare"
+        Scenario name.
+    seeds : iterable of int, default=range(3)
+        Scenario realisations.
+    n_sub : int, default=80
+        The descriptor's subsample size.
+    n_iter : int, default=1000
+        Steps of the search.
+    tol : float, default=0.1
+        Relative error of a recovered record.
+    max_clients : int, optional
+        Attack at most this many honest clients per seed.
+    progress : bool, default=True
+        Show a tqdm bar.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (seed, client, attack): scenario, seed, client, attack, descriptor_error,
+        recovered, relative_error, cosine.
     """
     check_int(n_iter, "n_iter", low=1)
     rows = []
@@ -189,6 +248,26 @@ def membership_experiment(
 
     The population is the pooled training data of the scenario realisation; gradients
     are taken at the round-2 FedAvg model. Columns: scenario, seed, n, channel, auc.
+
+    Parameters
+    ----------
+    scenario : str, default="healthcare"
+        Scenario name.
+    seeds : iterable of int, default=range(3)
+        Scenario realisations.
+    n : int, default=100
+        Records per simulated client dataset.
+    n_targets : int, default=50
+        Target records per seed and channel.
+    n_shadow : int, default=16
+        Shadow datasets per side.
+    progress : bool, default=True
+        Show a tqdm bar.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (seed, channel).
     """
     rows = []
     seeds = check_seeds(seeds)
@@ -220,6 +299,26 @@ def dp_utility_experiment(
 
     ``epsilon = inf`` rows are the non-private pTopoFL, and FedAvg rows give the
     topology-free reference. Columns: scenario, seed, method, epsilon, sigma, auc.
+
+    Parameters
+    ----------
+    scenario : str, default="healthcare"
+        Scenario name.
+    seeds : iterable of int, default=range(5)
+        Scenario realisations.
+    epsilons : sequence of float, default=(0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
+        Privacy levels (> 0).
+    delta : float, default=1e-5
+        The Gaussian mechanism's delta.
+    n_rounds : int, default=15
+        Communication rounds.
+    progress : bool, default=True
+        Show a tqdm bar.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (seed, method, epsilon).
     """
     for e in epsilons:
         check_real(e, "epsilon", low=0.0, low_open=True)
@@ -250,6 +349,24 @@ def privacy_claim_values(proxies: pd.DataFrame, gradinv: pd.DataFrame, descinv: 
     Proxies are averaged over all clients of both scenarios within a seed (the paper's
     "mean reconstruction risk across client configurations"); attack and DP claims use
     the healthcare rows, averaged within a seed.
+
+    Parameters
+    ----------
+    proxies : pandas.DataFrame
+        :func:`proxy_table`'s rows.
+    gradinv : pandas.DataFrame
+        :func:`gradient_inversion_experiment`'s rows.
+    descinv : pandas.DataFrame
+        :func:`descriptor_inversion_experiment`'s rows.
+    mia : pandas.DataFrame
+        :func:`membership_experiment`'s rows.
+    dp : pandas.DataFrame
+        :func:`dp_utility_experiment`'s rows.
+
+    Returns
+    -------
+    dict of str to ndarray
+        Claim id -> per-seed values.
     """
     out = {}
     per_seed = proxies.groupby("seed")

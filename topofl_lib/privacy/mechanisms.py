@@ -32,7 +32,22 @@ __all__ = ["GaussianMechanism", "LaplaceMechanism", "analytic_gaussian_sigma", "
 
 
 def clip_norm(x, bound: float, ord: int = 2) -> np.ndarray:
-    """Scale each row of ``x`` so that its ``ord``-norm is at most ``bound``."""
+    """Scale each row of ``x`` so that its ``ord``-norm is at most ``bound``.
+
+    Parameters
+    ----------
+    x : array-like of shape (n, d) or (d,)
+        Finite vectors (a single vector is treated as one row).
+    bound : float
+        Largest norm (> 0).
+    ord : int, default=2
+        The norm's order (as :func:`numpy.linalg.norm`).
+
+    Returns
+    -------
+    ndarray of shape (n, d)
+        The clipped rows (rows within the bound unchanged).
+    """
     check_real(bound, "bound", low=0.0, low_open=True)
     try:
         x = np.atleast_2d(np.asarray(x, dtype=np.float64))
@@ -53,7 +68,22 @@ def _check_eps_delta(epsilon, delta):
 
 
 def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
-    """Smallest sigma making the Gaussian mechanism (epsilon, delta)-DP (Balle & Wang 2018)."""
+    """Smallest sigma making the Gaussian mechanism (epsilon, delta)-DP (Balle & Wang 2018).
+
+    Parameters
+    ----------
+    epsilon : float
+        Privacy loss (> 0).
+    delta : float
+        Failure probability, in (0, 1).
+    sensitivity : float
+        L2 sensitivity (> 0).
+
+    Returns
+    -------
+    float
+        The noise standard deviation.
+    """
     _check_eps_delta(epsilon, delta)
     check_real(sensitivity, "sensitivity", low=0.0, low_open=True)
 
@@ -107,7 +137,20 @@ class GaussianMechanism:
         return analytic_gaussian_sigma(self.epsilon, self.delta, self.sensitivity)
 
     def release(self, x, random_state=None) -> np.ndarray:
-        """Clip rows of ``x`` to L2 norm ``sensitivity / 2`` and add Gaussian noise."""
+        """Clip rows of ``x`` to L2 norm ``sensitivity / 2`` and add Gaussian noise.
+
+        Parameters
+        ----------
+        x : array-like of shape (n, d) or (d,)
+            Vectors to release.
+        random_state : None, int or Generator
+            Seeds the noise.
+
+        Returns
+        -------
+        ndarray of shape (n, d)
+            The noisy release.
+        """
         rng = check_random_state(random_state)
         x = clip_norm(x, self.sensitivity / 2, ord=2)
         return x + rng.normal(scale=self.sigma, size=x.shape)
@@ -138,7 +181,20 @@ class LaplaceMechanism:
         return 2.0 * self.clip / self.epsilon
 
     def release(self, x, random_state=None) -> np.ndarray:
-        """Clip rows of ``x`` to L1 norm ``clip`` and add Laplace noise."""
+        """Clip rows of ``x`` to L1 norm ``clip`` and add Laplace noise.
+
+        Parameters
+        ----------
+        x : array-like of shape (n, d) or (d,)
+            Vectors to release.
+        random_state : None, int or Generator
+            Seeds the noise.
+
+        Returns
+        -------
+        ndarray of shape (n, d)
+            The noisy release.
+        """
         rng = check_random_state(random_state)
         x = clip_norm(x, self.clip, ord=1)
         return x + rng.laplace(scale=self.scale, size=x.shape)

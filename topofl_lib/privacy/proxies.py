@@ -34,14 +34,46 @@ def _check(n, d):
 
 
 def reconstruction_risk_gradient(p: int, n, d: int) -> np.ndarray:
-    """Eq. 10: ``min(1, p / (n d))`` (vectorised over ``n``)."""
+    """Eq. 10: ``min(1, p / (n d))`` (vectorised over ``n``).
+
+    Parameters
+    ----------
+    p : int
+        Floats in the transmitted gradient.
+    n : int or array-like of int
+        Client records (>= 1).
+    d : int
+        Features per record.
+
+    Returns
+    -------
+    ndarray
+        The proxy, shaped like ``n`` (a NumPy scalar for a scalar ``n``).
+    """
     check_int(p, "p", low=1)
     n = _check(n, d)
     return np.minimum(1.0, p / (n * d))
 
 
 def reconstruction_risk_topology(m: int, n, d: int, alpha_c: float = 0.1) -> np.ndarray:
-    """Eq. 11: ``alpha_c * m / (n d)`` (vectorised over ``n``)."""
+    """Eq. 11: ``alpha_c * m / (n d)`` (vectorised over ``n``).
+
+    Parameters
+    ----------
+    m : int
+        Floats in the transmitted descriptor.
+    n : int or array-like of int
+        Client records (>= 1).
+    d : int
+        Features per record.
+    alpha_c : float, default=0.1
+        The paper's compression factor, in (0, 1].
+
+    Returns
+    -------
+    ndarray
+        The proxy, shaped like ``n`` (a NumPy scalar for a scalar ``n``).
+    """
     check_int(m, "m", low=1)
     check_real(alpha_c, "alpha_c", low=0.0, low_open=True, high=1.0)
     n = _check(n, d)
@@ -49,7 +81,20 @@ def reconstruction_risk_topology(m: int, n, d: int, alpha_c: float = 0.1) -> np.
 
 
 def mi_proxy_bits(dim: int, alpha: float = 1.0) -> float:
-    """The paper's ``log2(1 + dim * alpha)`` "mutual-information proxy" in bits."""
+    """The paper's ``log2(1 + dim * alpha)`` "mutual-information proxy" in bits.
+
+    Parameters
+    ----------
+    dim : int
+        Dimension of the transmitted object (>= 1).
+    alpha : float, default=1.0
+        The paper's factor (> 0).
+
+    Returns
+    -------
+    float
+        Bits.
+    """
     check_int(dim, "dim", low=1)
     check_real(alpha, "alpha", low=0.0, low_open=True)
     return float(np.log2(1.0 + dim * alpha))

@@ -69,8 +69,22 @@ __all__ = [
 def rips_per_point(X, n_sub: int | None, n_thresholds: int, seed: int) -> np.ndarray:
     """Per-point summary of the exact Rips persistence of ``X`` (canonical subsample).
 
-    ``seed`` draws the subsample of ``min(n_sub, len(X))`` points; with ``n_sub=None``
-    every point is used.
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+        Points (at least 2).
+    n_sub : int or None
+        Subsample size (``min(n_sub, n)`` points); ``None``: every point.
+    n_thresholds : int
+        Points of each Betti-curve grid (:func:`~topofl_lib.topology.summaries.paper_grids`).
+    seed : int
+        Draws the subsample.
+
+    Returns
+    -------
+    ndarray
+        One summary row per point of the (sub)sample
+        (:func:`~topofl_lib.topology.summaries.per_point_summary`).
     """
     X = check_points(X, min_points=2)
     if n_sub is not None and X.shape[0] > n_sub:
@@ -81,7 +95,17 @@ def rips_per_point(X, n_sub: int | None, n_thresholds: int, seed: int) -> np.nda
 
 def class_conditional_names(n_classes: int, n_thresholds: int = 20, class_blocks: bool = True,
                             proportions: bool = False) -> list[str]:
-    """Names of the entries of :func:`class_conditional_descriptor`."""
+    """Names of the entries of :func:`class_conditional_descriptor`.
+
+    Parameters
+    ----------
+    n_classes, n_thresholds, class_blocks, proportions
+        As in :func:`class_conditional_descriptor`.
+
+    Returns
+    -------
+    list of str
+    """
     names = summary_names(n_thresholds, "joint_")
     if class_blocks:
         for c in range(n_classes):
@@ -99,8 +123,14 @@ def check_class_conditional_params(n_classes=2, label_scale=0.5, class_blocks=Tr
     :class:`ClassConditionalDescriptor`, whose ``get_params()`` they are).
 
     Raises ``ValueError``/``TypeError`` naming the first bad parameter; draws nothing
-    from a ``random_state`` generator. Parameters as in
-    :func:`class_conditional_descriptor`.
+    from a ``random_state`` generator.
+
+    Parameters
+    ----------
+    n_classes, label_scale, class_blocks, class_weight, proportions
+        As in :func:`class_conditional_descriptor`.
+    n_sub, n_thresholds, min_class_size, random_state
+        As in :func:`class_conditional_descriptor`.
     """
     check_int(n_classes, "n_classes", low=2)
     check_real(label_scale, "label_scale", low=0.0)
@@ -194,9 +224,16 @@ class ClassConditionalDescriptor(TransformerMixin, BaseEstimator):
     """Map each client's labelled data ``(X_k, y_k)`` to its class-conditional descriptor.
 
     Each *sample* is one client: ``X`` is a sequence of ``(features, labels)`` pairs and
-    ``transform`` returns an array of shape ``(len(X), n_descriptor)``. Parameters as
-    in :func:`class_conditional_descriptor`; with an int ``random_state`` every client
-    is seeded by it (a client's descriptor does not depend on its position).
+    ``transform`` returns an array of shape ``(len(X), n_descriptor)``. With an int
+    ``random_state`` every client is seeded by it (a client's descriptor does not
+    depend on its position).
+
+    Parameters
+    ----------
+    n_classes, label_scale, class_blocks, class_weight, proportions
+        As in :func:`class_conditional_descriptor`.
+    n_sub, n_thresholds, min_class_size, random_state
+        As in :func:`class_conditional_descriptor`.
 
     Attributes
     ----------
@@ -240,7 +277,19 @@ class ClassConditionalDescriptor(TransformerMixin, BaseEstimator):
         return check_client_pairs(X, "labels", self.n_classes)
 
     def fit(self, X, y=None):
-        """Validate the parameters and record the feature dimension."""
+        """Validate the parameters and record the feature dimension.
+
+        Parameters
+        ----------
+        X : list of (points, labels) pairs
+            The clients (``transform``'s input).
+        y : None
+            Ignored (scikit-learn's API).
+
+        Returns
+        -------
+        self
+        """
         self._check_params()
         self.n_features_in_ = common_dimension([p for p, _ in self._clients(X)], "clients")
         self.feature_names_out_ = class_conditional_names(

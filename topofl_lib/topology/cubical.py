@@ -57,6 +57,18 @@ def resolve_backend(backend: str, n_pixels: int | None = None) -> str:
     ``"auto"``: numba when installed (a dependency of topofl); else cripser if installed
     and the maps have at least :data:`AUTO_CRIPSER_PIXELS` pixels (or their size is not
     given), else gudhi.
+
+    Parameters
+    ----------
+    backend : {"auto", "numba", "cripser", "gudhi"}
+        The requested backend; a named one must be installed.
+    n_pixels : int, optional
+        Pixels per map (only ``"auto"`` reads it).
+
+    Returns
+    -------
+    str
+        ``"numba"``, ``"cripser"`` or ``"gudhi"``.
     """
     check_choice(backend, "backend", CUBICAL_BACKENDS)
     if backend == "auto":
@@ -163,6 +175,19 @@ def cubical_pairs(maps, backend: str = "auto") -> list[np.ndarray]:
     list of ndarray of shape (n_pairs, 3)
         For each map, rows ``(dim, birth_pixel, death_pixel)`` with pixels as C-order
         flat indices into the map; only finite pairs with positive persistence.
+
+    Examples
+    --------
+    Four local minima (pixels 0, 2, 6 and 8) separated by ridges of value 3: the
+    component of the global minimum (pixel 0) never dies (not listed), each of the three
+    others dies at the ridge pixel that joins it to an older one:
+
+    >>> import numpy as np
+    >>> m = np.array([[0.0, 3.0, 1.0], [3.0, 3.0, 3.0], [2.0, 3.0, 0.5]])
+    >>> cubical_pairs(m[None], backend="gudhi")[0]
+    array([[0, 2, 1],
+           [0, 6, 3],
+           [0, 8, 5]])
     """
     map_index, pairs = batch_pairs(maps, backend)
     n = np.shape(maps)[0]

@@ -79,6 +79,17 @@ def check_diagram(dgm, name: str = "dgm") -> np.ndarray:
 
     Raises if it is not (birth, death) pairs, holds NaN or infinite values (the
     diagrams here hold finite pairs only), or has a death before its birth.
+
+    Parameters
+    ----------
+    dgm : array-like
+        (birth, death) pairs.
+    name : str, default="dgm"
+        What the error messages call it.
+
+    Returns
+    -------
+    ndarray of shape (n_pairs, 2)
     """
     try:
         arr = np.asarray(dgm, dtype=np.float64)
@@ -96,7 +107,20 @@ def check_diagram(dgm, name: str = "dgm") -> np.ndarray:
 
 
 def check_diagrams(diagrams, name: str = "diagrams") -> list[np.ndarray]:
-    """``[H0, H1]`` (further dimensions are ignored), each checked."""
+    """``[H0, H1]`` (further dimensions are ignored), each checked.
+
+    Parameters
+    ----------
+    diagrams : list of array-like
+        At least two diagrams, H0 first (:func:`check_diagram` each).
+    name : str, default="diagrams"
+        What the error messages call them.
+
+    Returns
+    -------
+    list of ndarray
+        ``[H0, H1]``, each of shape (n_pairs, 2).
+    """
     if isinstance(diagrams, np.ndarray) or len(diagrams) < 2:
         raise ValueError(f"{name} must be a list [H0, H1] of diagrams, got "
                          f"{type(diagrams).__name__} of length {len(diagrams)}")
@@ -130,6 +154,10 @@ def betti_curve(dgm: np.ndarray, thresholds: np.ndarray, n_essential: int = 0) -
         Filtration values.
     n_essential : int
         Classes that never die (born at 0), added at every threshold.
+
+    Returns
+    -------
+    ndarray of float, shape (L,)
     """
     dgm = check_diagram(dgm)
     t = np.asarray(thresholds, dtype=np.float64)[:, None]
@@ -163,6 +191,19 @@ def descriptor_from_diagrams(
     """Build the descriptor vector from finite ``[H0, H1]`` diagrams.
 
     See the module docstring for the layout and the grid conventions.
+
+    Parameters
+    ----------
+    diagrams : list of ndarray
+        Finite ``[H0, H1]`` diagrams.
+    n_thresholds : int, default=20
+        Points ``L`` of each Betti curve (>= 2).
+    h1_grid : {"own", "h0"}, default="own"
+        The H1 curve's grid: from H1's own deaths, or H0's grid.
+
+    Returns
+    -------
+    ndarray of shape (8 + 2 L,)
     """
     check_int(n_thresholds, "n_thresholds", low=2)
     check_choice(h1_grid, "h1_grid", H1_GRIDS)
@@ -185,6 +226,20 @@ def canonical_subsample(X: np.ndarray, n_sub: int, rng: np.random.Generator) -> 
 
     Points are ranked by distance to the centroid (stable sort), and ``rng`` picks
     ranks. Permuting, rotating or translating ``X`` therefore selects the same points.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Points.
+    n_sub : int
+        Number of points to draw (``<= n``).
+    rng : numpy.random.Generator
+        Picks the ranks.
+
+    Returns
+    -------
+    ndarray of int, shape (n_sub,)
+        Row indices into ``X``.
     """
     key = np.linalg.norm(X - X.mean(axis=0), axis=1)
     order = np.argsort(key, kind="stable")
@@ -221,10 +276,23 @@ def client_topology(
 ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
     """Descriptor, diagrams and subsample of one point cloud.
 
-    Same parameters as :func:`topological_descriptor`, plus ``name``: what the error
-    messages call ``X`` (e.g. ``"client 3"``). Returns
-    ``(descriptor, [H0, H1], X_subsample)`` so callers that also need the diagrams
-    (Wasserstein distances, feature augmentation) compute persistence once.
+    Callers that also need the diagrams (Wasserstein distances, feature augmentation)
+    compute persistence once.
+
+    Parameters
+    ----------
+    X, n_sub, n_thresholds, persistence, h1_grid, strict, random_state
+        As in :func:`topological_descriptor`.
+    name : str, default="X"
+        What the error messages call ``X`` (e.g. ``"client 3"``).
+
+    Returns
+    -------
+    descriptor : ndarray of shape (8 + 2 n_thresholds,)
+    diagrams : list of ndarray
+        ``[H0, H1]``.
+    X_subsample : ndarray
+        The points persistence was computed on.
     """
     check_choice(persistence, "persistence", PERSISTENCE_METHODS)
     Xs = _checked_subsample(X, n_sub, strict, random_state, persistence, name)

@@ -76,7 +76,19 @@ class TopologicalDescriptor(TransformerMixin, BaseEstimator):
         check_random_state(self.random_state)
 
     def fit(self, X, y=None):
-        """Validate the parameters and record the point dimension."""
+        """Validate the parameters and record the point dimension.
+
+        Parameters
+        ----------
+        X : list of array-like of shape (n_i, d)
+            Point clouds (``transform``'s input).
+        y : None
+            Ignored (scikit-learn's API).
+
+        Returns
+        -------
+        self
+        """
         self._check_params()
         self.n_features_in_ = common_dimension(check_clouds(X))
         self.feature_names_out_ = descriptor_names(self.n_thresholds)

@@ -101,13 +101,39 @@ def anchor_margins(learner, w, X, y) -> np.ndarray:
 
 
 def anchor_points(learner, w, X) -> np.ndarray:
-    """The points of the client's graph: the learner's representation of ``X`` under ``w``."""
+    """The points of the client's graph: the learner's representation of ``X`` under ``w``.
+
+    Parameters
+    ----------
+    learner : Learner
+        The model class's learner (:class:`topofl_lib.core.Learner`).
+    w : ndarray
+        The broadcast model's flat parameters.
+    X : ndarray of shape (n, d)
+        The client's features.
+
+    Returns
+    -------
+    ndarray of float64, shape (n, m)
+    """
     return np.asarray(learner.representation(w, X), dtype=np.float64)
 
 
 def model_anchored_names(n_thresholds: int = 20, sublevel_fraction: bool = True,
                          prefix: str = "") -> list[str]:
-    """Names of the entries of :func:`model_anchored_descriptor`."""
+    """Names of the entries of :func:`model_anchored_descriptor`.
+
+    Parameters
+    ----------
+    n_thresholds, sublevel_fraction
+        As in :func:`model_anchored_descriptor`.
+    prefix : str, default=""
+        Put before every name.
+
+    Returns
+    -------
+    list of str
+    """
     head = ([f"{prefix}sublevel_fraction_{i}" for i in range(n_thresholds)]
             if sublevel_fraction else [])
     return head + summary_names(n_thresholds, prefix + "margin_")
@@ -119,8 +145,12 @@ def check_model_anchored_params(n_neighbors=15, n_sub=80, n_thresholds=20,
     :class:`ModelAnchoredDescriptor`, whose ``get_params()`` they are).
 
     Raises ``ValueError``/``TypeError`` naming the first bad parameter; draws nothing
-    from a ``random_state`` generator. Parameters as in
-    :func:`model_anchored_descriptor`.
+    from a ``random_state`` generator.
+
+    Parameters
+    ----------
+    n_neighbors, n_sub, n_thresholds, sublevel_fraction, random_state
+        As in :func:`model_anchored_descriptor`.
     """
     check_int(n_neighbors, "n_neighbors", low=1)
     if n_sub is not None:
@@ -189,9 +219,13 @@ class ModelAnchoredDescriptor(TransformerMixin, BaseEstimator):
 
     Each *sample* is one client: ``X`` is a sequence of pairs ``(points_k, margins_k)``,
     the margins computed by the client under the broadcast model (:func:`anchor_margins`;
-    points from :func:`anchor_points`). Parameters as in
-    :func:`model_anchored_descriptor`; with an int ``random_state`` every client is
+    points from :func:`anchor_points`). With an int ``random_state`` every client is
     seeded by it.
+
+    Parameters
+    ----------
+    n_neighbors, n_sub, n_thresholds, sublevel_fraction, random_state
+        As in :func:`model_anchored_descriptor`.
 
     Attributes
     ----------
@@ -222,7 +256,19 @@ class ModelAnchoredDescriptor(TransformerMixin, BaseEstimator):
         check_model_anchored_params(**self.get_params())
 
     def fit(self, X, y=None):
-        """Validate the parameters and record the dimension of the points."""
+        """Validate the parameters and record the dimension of the points.
+
+        Parameters
+        ----------
+        X : list of (points, margins) pairs
+            The clients (``transform``'s input).
+        y : None
+            Ignored (scikit-learn's API).
+
+        Returns
+        -------
+        self
+        """
         self._check_params()
         clients = check_client_pairs(X, "margins")
         self.n_features_in_ = common_dimension([p for p, _ in clients], "clients")

@@ -84,6 +84,18 @@ def persistence_memory(n_points: int, persistence: str = "ripser") -> int:
     Derived from what each back-end allocates and checked against measured peaks (see
     the module docstring): ``RIPSER_BYTES_PER_PAIR * n^2`` for ripser,
     ``24 E n + 48 n^2`` with ``E = (n - 1)(n - 2) / 2`` for the triangle method.
+
+    Parameters
+    ----------
+    n_points : int
+        Points in the cloud.
+    persistence : str, default="ripser"
+        The back-end (``"triangle"``, or any other for ripser's estimate).
+
+    Returns
+    -------
+    int
+        Bytes.
     """
     n = int(n_points)
     if persistence == "triangle":
@@ -116,6 +128,17 @@ def check_persistence_memory(n_points: int, persistence: str = "ripser", name: s
 
     Raises ``MemoryError`` naming ``name``, the estimate, the budget and the largest
     safe number of points, as ``parameter=<value>`` (or "subsample to" if ``None``).
+
+    Parameters
+    ----------
+    n_points : int
+        Points in the cloud.
+    persistence : str, default="ripser"
+        The back-end (:func:`persistence_memory`).
+    name : str, default="X"
+        What the message calls the cloud.
+    parameter : str or None, default="n_sub"
+        The parameter the message advises to lower.
     """
     need, budget = persistence_memory(n_points, persistence), memory_budget()
     if need <= budget:

@@ -36,7 +36,20 @@ __all__ = ["paper_grids", "per_point_summary", "summary_names"]
 
 
 def paper_grids(diagrams, n_thresholds: int = 20) -> list[np.ndarray]:
-    """Appendix B grids of finite ``[H0, H1]`` diagrams: 0 to the 95th death percentile."""
+    """Appendix B grids of finite ``[H0, H1]`` diagrams: 0 to the 95th death percentile.
+
+    Parameters
+    ----------
+    diagrams : list of array-like
+        ``[H0, H1]`` (further diagrams are ignored).
+    n_thresholds : int, default=20
+        Points per grid.
+
+    Returns
+    -------
+    list of ndarray
+        The H0 grid and the H1 grid, each of shape (n_thresholds,).
+    """
     return [betti_grid(np.asarray(d, dtype=np.float64).reshape(-1, 2)[:, 1], n_thresholds)
             for d in diagrams[:2]]
 
@@ -90,5 +103,16 @@ def per_point_summary(diagrams, n_points: int, grids, n_essential=(1, 0),
 
 
 def summary_names(n_thresholds: int, prefix: str = "") -> list[str]:
-    """Names of a summary's entries, each prefixed by ``prefix``."""
+    """Names of a summary's entries, each prefixed by ``prefix``.
+
+    Parameters
+    ----------
+    n_thresholds : int
+        Points per Betti curve.
+    prefix : str, default=""
+
+    Returns
+    -------
+    list of str
+    """
     return [prefix + n for n in descriptor_names(n_thresholds)]

@@ -15,7 +15,21 @@ __all__ = ["energy_contours", "metric_vs_epsilon_facets"]
 
 def metric_vs_epsilon_facets(df: pd.DataFrame, metric: str = "ari",
                              title: str | None = None) -> go.Figure:
-    """One panel per dataset: mean ± sd of ``metric`` against epsilon (log), per method."""
+    """One panel per dataset: mean ± sd of ``metric`` against epsilon (log), per method.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        One row per run, with ``dataset``, ``method``, ``epsilon`` and ``metric`` columns.
+    metric : str, default="ari"
+        The column to plot.
+    title : str, optional
+        Figure title; a default names the metric.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
     datasets = list(dict.fromkeys(df["dataset"]))
     cols = min(4, len(datasets))
     rows = int(np.ceil(len(datasets) / cols))
@@ -40,6 +54,18 @@ def energy_contours(models: dict, resolution: int = 120) -> go.Figure:
     """Contours of the potential of fitted 2-D GFC models (one panel per label).
 
     Uploaded centroids are white dots; the chosen centres are red crosses.
+
+    Parameters
+    ----------
+    models : dict
+        Panel label -> fitted :class:`~topofl_lib.clustering.gfc.GravitationalFederatedClustering`
+        on 2-D data (else ``ValueError``).
+    resolution : int, default=120
+        Grid points per axis.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
     """
     labels = list(models)
     fig = make_subplots(rows=1, cols=len(labels), subplot_titles=[str(k) for k in labels])

@@ -35,7 +35,19 @@ def label_distribution_heatmaps(scenarios: dict) -> go.Figure:
 
 
 def tgbs_table2_plot(table2: pd.DataFrame, paper: dict | None = None) -> go.Figure:
-    """Table 2 as two panels: separability AUC and accuracy per block (mean +- sd)."""
+    """Table 2 as two panels: separability AUC and accuracy per block (mean +- sd).
+
+    Parameters
+    ----------
+    table2 : pandas.DataFrame
+        :func:`~topofl_lib.deep.experiments.block_table`'s rows (``block``, ``auc``, ``accuracy``).
+    paper : dict, optional
+        ``{"auc" or "accuracy": {block: value}}``: the paper's values, drawn as diamonds.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
     fig = make_subplots(rows=1, cols=2, subplot_titles=(
         "topological class separability (AUC, %)", "FedTopo global accuracy (%)"))
     for col, metric in enumerate(("auc", "accuracy"), start=1):
@@ -55,7 +67,20 @@ def tgbs_table2_plot(table2: pd.DataFrame, paper: dict | None = None) -> go.Figu
 
 
 def alpha_trajectory_plot(logs: dict, client: int = 0) -> go.Figure:
-    """TAL weight and TAL value per TAL step of one client, one line per schedule."""
+    """TAL weight and TAL value per TAL step of one client, one line per schedule.
+
+    Parameters
+    ----------
+    logs : dict
+        Schedule name -> a FedTopo ``tal_log_`` array (columns: round, client, step, alpha, TAL
+        value).
+    client : int, default=0
+        The client whose steps are drawn.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True,
                         subplot_titles=("alpha (TAL weight)", "TAL value"))
     for i, (name, log) in enumerate(logs.items()):

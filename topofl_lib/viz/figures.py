@@ -35,6 +35,19 @@ def metric_curves(curves: pd.DataFrame, metric: str = "auc", title: str | None =
     """Mean over seeds of ``metric`` per round, one line per method, band = +-1 std.
 
     This is the paper's Figure 2 with its single-run curves replaced by seed statistics.
+
+    Parameters
+    ----------
+    curves : pandas.DataFrame
+        One row per (method, seed, round) with a ``metric`` column.
+    metric : str, default="auc"
+        The column to plot.
+    title : str, optional
+        Figure title; a default names the metric and the number of seeds.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
     """
     fig = go.Figure()
     for method, g in curves.groupby("method", sort=False):
@@ -59,6 +72,19 @@ def final_metric_panels(final: pd.DataFrame, paper_auc: dict | None = None,
     """Figure 3: final AUC (mean +- sd) and convergence round, by scenario and method.
 
     ``paper_auc`` (method -> value) adds the paper's Table 1 AUCs as black diamonds.
+
+    Parameters
+    ----------
+    final : pandas.DataFrame
+        One row per run, with ``scenario``, ``method``, ``auc`` and ``convergence_round``.
+    paper_auc : dict, optional
+        Method -> the paper's AUC (NaN values are skipped).
+    title : str, optional
+        Figure title.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
     """
     fig = make_subplots(rows=1, cols=2, subplot_titles=(
         "final AUC (mean ± sd)", "convergence round (first round ≥ 95% of final AUC)"))
@@ -86,7 +112,22 @@ def final_metric_panels(final: pd.DataFrame, paper_auc: dict | None = None,
 
 def paired_difference_plot(paired: pd.DataFrame, reference: str = "pTopoFL",
                            title: str | None = None) -> go.Figure:
-    """Forest plot of ``reference - baseline`` paired differences with 95% CIs."""
+    """Forest plot of ``reference - baseline`` paired differences with 95% CIs.
+
+    Parameters
+    ----------
+    paired : pandas.DataFrame
+        Indexed by baseline, with ``mean_diff``, ``ci_low`` and ``ci_high`` (as from
+        :func:`~topofl_lib.experiments.paired_differences`).
+    reference : str, default="pTopoFL"
+        The method the differences are taken from (used in the default title).
+    title : str, optional
+        Figure title.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
     fig = go.Figure(go.Scatter(
         x=paired["mean_diff"], y=paired.index, mode="markers",
         error_x={"type": "data", "symmetric": False,
@@ -107,6 +148,20 @@ def save_figure(fig: go.Figure, name: str, figures_dir) -> list[Path]:
     ``plotly.min.js`` in ``figures_dir``, written once (also atomically), so they open
     offline. PNG export uses kaleido, which needs Chromium (Debian package
     ``chromium``); without it a warning is issued once and only HTML is written.
+
+    Parameters
+    ----------
+    fig : plotly.graph_objects.Figure
+        The figure.
+    name : str
+        File stem.
+    figures_dir : str or Path
+        Destination folder.
+
+    Returns
+    -------
+    list of Path
+        The files written (the HTML file, then the PNG file when it could be made).
     """
     global _PNG_FAILED
     out = Path(figures_dir)

@@ -18,6 +18,18 @@ def figure6(proxies: pd.DataFrame, model_dim: int) -> go.Figure:
 
     ``model_dim`` is the size of the pTopoFL model a client sends besides its
     descriptor (panel C shows both, which the paper omits).
+
+    Parameters
+    ----------
+    proxies : pandas.DataFrame
+        One row per client with ``n``, ``p``, ``rho_grad``, ``rho_topo``, ``mi_grad_bits`` and
+        ``mi_topo_bits``.
+    model_dim : int
+        Number of model parameters a pTopoFL client sends.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
     """
     fig = make_subplots(rows=1, cols=3, subplot_titles=(
         "(A) reconstruction-risk proxy ρ per client", "(B) 'MI proxy' log2(1 + dim·α)",
@@ -66,6 +78,17 @@ def leakage_summary_plot(descinv: pd.DataFrame, mia: pd.DataFrame) -> go.Figure:
     """Descriptor inversion vs population guess, and membership-inference AUC per channel.
 
     Pass ``mia`` rows of a single client size.
+
+    Parameters
+    ----------
+    descinv : pandas.DataFrame
+        Descriptor-inversion rows with ``attack`` and ``relative_error``.
+    mia : pandas.DataFrame
+        Membership-inference rows with ``channel`` and ``auc``.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
     """
     fig = make_subplots(rows=1, cols=2, subplot_titles=(
         "descriptor inversion: relative error to nearest record", "membership inference AUC"))

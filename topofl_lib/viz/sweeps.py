@@ -21,7 +21,27 @@ __all__ = [
 def metric_vs_parameter(final: pd.DataFrame, x: str, metric: str = "auc",
                         group: str = "method", title: str | None = None,
                         log_x: bool = False) -> go.Figure:
-    """Mean ± sd of ``metric`` against column ``x``, one line per ``group``."""
+    """Mean ± sd of ``metric`` against column ``x``, one line per ``group``.
+
+    Parameters
+    ----------
+    final : pandas.DataFrame
+        One row per run.
+    x : str
+        Column on the x axis.
+    metric : str, default="auc"
+        Column on the y axis.
+    group : str, default="method"
+        Column whose values get one line each.
+    title : str, optional
+        Figure title.
+    log_x : bool, default=False
+        Logarithmic x axis.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
     fig = go.Figure()
     for name, g in final.groupby(group, sort=False):
         s = g.groupby(x)[metric].agg(["mean", "std"]).fillna(0.0)
@@ -57,7 +77,20 @@ def adversarial_weight_plot(t5: pd.DataFrame) -> go.Figure:
 
 
 def figure5(per_round: pd.DataFrame, seed: int) -> go.Figure:
-    """Figure 5: H0 and H1 persistence entropy per client and round (one seed)."""
+    """Figure 5: H0 and H1 persistence entropy per client and round (one seed).
+
+    Parameters
+    ----------
+    per_round : pandas.DataFrame
+        Per-client, per-round rows with ``seed``, ``client``, ``round``, ``shifted``, ``entropy_h0``
+        and ``entropy_h1``.
+    seed : int
+        The seed to draw.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
     d = per_round[per_round["seed"] == seed]
     fig = make_subplots(rows=1, cols=2, subplot_titles=("H0 persistence entropy",
                                                         "H1 persistence entropy"))
@@ -76,7 +109,24 @@ def figure5(per_round: pd.DataFrame, seed: int) -> go.Figure:
 
 def drift_statistic_plot(per_round: pd.DataFrame, seed: int, threshold: float,
                          shift_round: int) -> go.Figure:
-    """Drift statistic per client and round with the re-clustering threshold."""
+    """Drift statistic per client and round with the re-clustering threshold.
+
+    Parameters
+    ----------
+    per_round : pandas.DataFrame
+        Per-client, per-round rows with ``seed``, ``client``, ``round``, ``shifted`` and
+        ``drift_statistic``.
+    seed : int
+        The seed to draw.
+    threshold : float
+        The re-clustering threshold (a horizontal line).
+    shift_round : int
+        The last round before the new task arrives (a vertical line after it).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
     d = per_round[per_round["seed"] == seed]
     fig = go.Figure()
     for k, g in d.groupby("client"):
@@ -95,7 +145,23 @@ def drift_statistic_plot(per_round: pd.DataFrame, seed: int, threshold: float,
 
 def variant_bars(final: pd.DataFrame, metric: str = "auc", paper: dict | None = None,
                  title: str | None = None) -> go.Figure:
-    """Bars of ``metric`` (mean ± sd) per variant label; ``paper`` adds reference markers."""
+    """Bars of ``metric`` (mean ± sd) per variant label; ``paper`` adds reference markers.
+
+    Parameters
+    ----------
+    final : pandas.DataFrame
+        One row per run, with ``method`` and ``metric`` columns.
+    metric : str, default="auc"
+        The column to plot.
+    paper : dict, optional
+        Variant label -> the paper's value.
+    title : str, optional
+        Figure title.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
     s = final.groupby("method", sort=False)[metric].agg(["mean", "std"]).fillna(0.0)
     fig = go.Figure(go.Bar(x=s.index, y=s["mean"], name="ours",
                            error_y={"type": "data", "array": s["std"]}))
