@@ -7,13 +7,14 @@ from topofl_lib import PTopoFL
 from topofl_lib.data import make_scenario
 from topofl_lib.federated.local import LogisticLearner
 from topofl_lib.privacy import (
+    ATTACK_DESCRIPTORS,
     descriptor_inversion_experiment,
+    descriptor_map,
     dp_utility_experiment,
     invert_descriptor,
     membership_experiment,
     membership_inference,
 )
-from topofl_lib.privacy.attacks import ATTACK_DESCRIPTORS, descriptor_map
 from topofl_lib.topology import (
     anchor_margins,
     class_conditional_descriptor,
