@@ -31,7 +31,8 @@ __all__ = [
 
 __getattr__, __dir__ = attach(__name__, {
     ".attacks": ["ATTACK_DESCRIPTORS", "descriptor_map", "invert_batch_gradient",
-                 "invert_descriptor", "invert_single_gradient", "logistic_data_gradient", "membership_inference", "reconstruction_metrics"],
+                 "invert_descriptor", "invert_single_gradient", "logistic_data_gradient",
+                 "membership_inference", "reconstruction_metrics"],
     ".evaluation": ["descriptor_inversion_experiment", "dp_utility_experiment",
                     "gradient_inversion_experiment", "membership_experiment",
                     "privacy_claim_values", "proxy_table"],
