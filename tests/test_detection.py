@@ -14,9 +14,12 @@ from topofl_lib.detection import (
     detection_scenarios,
     drift_runs,
     partial_flip,
+    per_seed_detection,
     roc_table,
     separated_group_z,
 )
+from topofl_lib.experiments import label_aware_comparison
+from topofl_lib.federated import PTopoFL, make_method
 from topofl_lib.federated.aggregation import trust_weights
 from topofl_lib.topology import descriptor_distances
 from topofl_lib.viz import roc_figure
@@ -148,3 +151,38 @@ def test_drift_runs_table():
     assert runs["drift"].notna().all()
     curves, aucs = roc_table(runs, "drift", "shifted")
     assert 0.0 <= aucs["auc"].iloc[0] <= 1.0
+
+
+def test_per_seed_detection_known_values():
+    """Rates and ROC AUC within each seed; NaN where a seed has no adversary."""
+    runs = pd.concat([_runs([3.0, 2.0], [1.0, 0.0, 2.0], seed=0),
+                      _runs([], [0.0, -1.0], seed=1)], ignore_index=True)
+    out = per_seed_detection(runs, taus=(1.5, 2.5)).set_index("seed")
+    assert out.loc[0, "tpr@1.5"] == 1.0 and out.loc[0, "fpr@1.5"] == pytest.approx(1 / 3)
+    assert out.loc[0, "tpr@2.5"] == 0.5 and out.loc[0, "fpr@2.5"] == 0.0
+    # pairs (adv, honest): 3 > 1, 0, 2; 2 > 1, 0 and ties 2: (5 + 0.5) / 6
+    assert out.loc[0, "auc"] == pytest.approx(5.5 / 6)
+    assert np.isnan(out.loc[1, "tpr@1.5"]) and np.isnan(out.loc[1, "auc"])
+    assert out.loc[1, "fpr@1.5"] == 0.0
+    with pytest.raises(ValueError, match="tau"):
+        per_seed_detection(runs, taus=(float("nan"),))
+
+
+def test_label_aware_comparison_runs_each_variant_on_each_protocol():
+    """Every (protocol, rate, method, seed) once; each row is the method run directly."""
+    final = label_aware_comparison(rates=(0.2,), seeds=[0], protocols=("ours", "paper"),
+                                   baselines=("FedAvg",), n_rounds=2, progress=False)
+    assert sorted(final["method"].unique()) == ["FedAvg", "pTopoFL", "pTopoFL-CC",
+                                                "pTopoFL-MA"]
+    assert len(final) == 2 * 4 and set(final["protocol"]) == {"ours", "paper"}
+    assert set(final["rate"]) == {0.2}
+    scen = make_healthcare(n_clients=10, n_adversarial=2, protocol="paper", random_state=0)
+    ma = PTopoFL(n_rounds=2, tau=1.8, descriptor="model_anchored", random_state=0).fit(scen)
+    fedavg = make_method("FedAvg", n_rounds=2, random_state=0).fit(scen)
+    got = final[final["protocol"] == "paper"].set_index("method")["auc"]
+    assert got["pTopoFL-MA"] == pytest.approx(ma.history_["auc"][-1])
+    assert got["FedAvg"] == pytest.approx(fedavg.history_["auc"][-1])
+    with pytest.raises(ValueError, match="protocol"):
+        label_aware_comparison(rates=(0.2,), seeds=[0], protocols=("theirs",), progress=False)
+    with pytest.raises(ValueError, match="descriptors"):
+        label_aware_comparison(seeds=[0], descriptors=("betti",), progress=False)

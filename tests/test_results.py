@@ -313,3 +313,68 @@ def test_ablation_variants_apply_changes_to_the_protocols_configuration():
         ablation_variants("paper", references=("Krum",))
     with pytest.raises(ValueError, match="protocol"):
         ablation_variants("theirs")
+
+
+def test_label_aware_claim_values_map_every_table():
+    """topofl.cc.* ids from the label-aware notebook's tables: per-seed values in seed
+    order, clients averaged within a seed, NaN seeds left out, unknown settings dropped."""
+    from topofl_lib.results import label_aware_claim_values
+
+    detection = pd.DataFrame({
+        "scenario": ["label_flip 0.2"] * 2 + ["label_flip 0.3", "noisy_label_flip 0.2"],
+        "descriptor": ["model_anchored"] * 3 + ["paper"], "seed": [101, 100, 100, 100],
+        "tpr@1.8": [0.5, 1.0, 0.0, 1.0], "fpr@1.8": [0.0, 0.125, 0.0, 0.0],
+        "tpr@1": [1.0, 1.0, 1.0, 1.0], "fpr@1": [0.25, 0.0, 0.0, 0.0],
+        "auc": [0.9, 1.0, 0.8, 1.0]})
+    recovery = pd.DataFrame({"scenario": "label_flip 0.2", "descriptor": "class_conditional",
+                             "seed": [100, 101, 102], "ari": [1.0, 0.5, np.nan],
+                             "ari_honest": 1.0})
+    final = pd.DataFrame({"protocol": "paper", "rate": 0.5, "method": ["pTopoFL-MA"] * 2
+                          + ["Krum", "Other"], "seed": [101, 100, 100, 100],
+                          "auc": [0.7, 0.8, 0.6, 0.5]})
+    drift = pd.DataFrame({"scenario": "continual", "descriptor": "paper", "seed": [100, 101],
+                          "auc": [0.75, 1.0]})
+    descinv = pd.DataFrame({"scenario": "healthcare", "descriptor": "class_conditional",
+                            "seed": [100, 100, 101], "client": [0, 1, 0],
+                            "attack": "descriptor_inversion", "recovered": [0.0, 0.5, 0.25],
+                            "relative_error": [1.0, 0.8, 0.9]})
+    mia = pd.DataFrame({"scenario": "healthcare", "descriptor": ["model_anchored", "paper"],
+                        "seed": 100, "n": 100, "channel": "descriptor", "auc": [0.6, 0.5]})
+    dp = pd.DataFrame({"scenario": "healthcare", "descriptor": "paper", "seed": 100,
+                       "method": "pTopoFL", "epsilon": [1.0, np.inf], "auc": [0.7, 0.8]})
+    v = label_aware_claim_values(detection, recovery, final, drift, descinv, mia, dp)
+    np.testing.assert_array_equal(v["topofl.cc.detect.20.ma.tpr"], [1.0, 0.5])
+    np.testing.assert_array_equal(v["topofl.cc.detect.20.ma.fpr.tau1"], [0.0, 0.25])
+    np.testing.assert_array_equal(v["topofl.cc.detect.30.ma.rocauc"], [0.8])
+    assert not any(k.startswith("topofl.cc.detect.20.paper") for k in v)  # noisy flip: no id
+    np.testing.assert_array_equal(v["topofl.cc.ari.20.cc"], [1.0, 0.5])
+    np.testing.assert_array_equal(v["topofl.cc.ari.20.cc.ari90"], [1.0, 0.0])
+    np.testing.assert_array_equal(v["topofl.cc.auc.paper.50.ptopofl_ma"], [0.8, 0.7])
+    np.testing.assert_array_equal(v["topofl.cc.auc.paper.50.krum"], [0.6])
+    np.testing.assert_array_equal(v["topofl.cc.drift.paper.rocauc"], [0.75, 1.0])
+    np.testing.assert_allclose(v["topofl.cc.privacy.cc.descinv.recovered"], [0.25, 0.25])
+    np.testing.assert_allclose(v["topofl.cc.privacy.cc.descinv.relerr"], [0.9, 0.9])
+    assert v["topofl.cc.privacy.ma.mia.auc"] == [0.6]
+    assert v["topofl.cc.privacy.paper.dp.eps1.auc"] == [0.7]
+    assert v["topofl.cc.privacy.paper.dp.nodp.auc"] == [0.8]
+    assert len(v) == 5 + 5 + 2 + 2 + 1 + 2 + 2 + 2  # detect 20, 30; ari; auc; drift; privacy
+    rows = claim_rows(v, "cpu")
+    assert rows.set_index("id").loc["topofl.cc.auc.paper.50.ptopofl_ma", "n_seeds"] == 2
+
+
+def test_label_aware_claim_rows_are_beyond_the_paper():
+    """Every topofl.cc.* row: paper 'topofl', no paper value, source 'beyond the paper';
+    the detection, AUC and privacy families are all present."""
+    claims = load_paper_claims()
+    cc = claims[claims.index.str.startswith("topofl.cc.")]
+    assert (cc["paper"] == "topofl").all() and cc["value"].isna().all()
+    assert (cc["source"] == "beyond the paper").all()
+    for protocol in ("ours", "paper"):
+        for rate in ("0", "30", "50"):
+            for m in ("ptopofl", "ptopofl_cc", "ptopofl_ma", "fedavg", "median",
+                      "trimmedmean", "krum"):
+                assert f"topofl.cc.auc.{protocol}.{rate}.{m}" in cc.index
+    for d in ("paper", "cc", "ma"):
+        for rate in ("20", "30"):
+            assert f"topofl.cc.detect.{rate}.{d}.tpr" in cc.index
+        assert f"topofl.cc.privacy.{d}.mia.auc" in cc.index

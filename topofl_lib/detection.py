@@ -14,6 +14,13 @@ is adversarial, its latent type and its cluster. From that table:
   the generator's latent hospital types, over all clients and over honest clients only
   (NaN where the scenario has a single type).
 
+* :func:`per_seed_detection`: the same rates and the ROC AUC within each seed (the
+  per-seed values the claim rows average).
+
+:func:`topofl_lib.experiments.label_aware_comparison` runs pTopoFL with each descriptor
+beside FedAvg and the robust aggregators on the label-flip sweep, under our data protocol
+and the paper's.
+
 The ROC figure is :func:`topofl_lib.viz.roc_figure` (the ``viz`` extra).
 
 A limit of the z-score rule worth knowing before reading any rate: if a fraction
@@ -53,6 +60,7 @@ __all__ = [
     "detection_scenarios",
     "drift_runs",
     "partial_flip",
+    "per_seed_detection",
     "roc_table",
     "separated_group_z",
 ]
@@ -418,3 +426,46 @@ def cluster_recovery(runs: pd.DataFrame) -> pd.DataFrame:
         rows.append({"scenario": scen, "descriptor": desc, "seed": seed,
                      "ari": ari(g), "ari_honest": ari(g[h])})
     return pd.DataFrame(rows)
+
+
+def per_seed_detection(runs: pd.DataFrame, taus: Iterable[float] = (1.8, 1.0),
+                       score: str = "z", positive: str = "adversarial") -> pd.DataFrame:
+    """Per scenario, descriptor and seed: TPR and FPR of ``score > tau`` and the ROC AUC.
+
+    Columns scenario, descriptor, seed, ``tpr@<tau>`` / ``fpr@<tau>`` for each tau
+    (``<tau>`` written with ``:g``), ``auc`` (the seed's ROC AUC, ties 1/2; NaN without
+    positives or without negatives). ``score="drift", positive="shifted"`` reads
+    :func:`drift_runs`.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        :func:`detection_runs` (or :func:`drift_runs`): one row per client and seed with
+        columns scenario, descriptor, seed, ``score`` and ``positive``.
+    taus : iterable of float, default=(1.8, 1.0)
+        Thresholds of the ``score > tau`` rule.
+    score : str, default="z"
+        Column of the score.
+    positive : str, default="adversarial"
+        Boolean column of the true positives.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (scenario, descriptor, seed) with the rates per tau and ``auc``.
+    """
+    taus = [check_real(t, "tau") for t in taus]
+    rows = []
+    groups = _groups(runs, ("scenario", "descriptor", "seed", score, positive))
+    for (scen, desc), g in groups:
+        for seed, s in g.groupby("seed", sort=True):
+            z = s[score].to_numpy(dtype=np.float64)
+            pos = s[positive].to_numpy(dtype=bool)
+            row = {"scenario": scen, "descriptor": desc, "seed": seed}
+            for t in taus:
+                row[f"tpr@{t:g}"] = (z[pos] > t).mean() if pos.any() else np.nan
+                row[f"fpr@{t:g}"] = (z[~pos] > t).mean() if (~pos).any() else np.nan
+            row["auc"] = _roc(z, pos)[3] if pos.any() and not pos.all() else np.nan
+            rows.append(row)
+    return pd.DataFrame(rows)
+

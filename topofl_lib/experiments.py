@@ -35,8 +35,11 @@ __all__ = [
     "TABLE1_VARIANTS",
     "ComparisonResult",
     "ablation_variants",
+    "LABEL_AWARE_BASELINES",
+    "PTOPOFL_LABELS",
     "clustering_diagnostics",
     "continual_experiment",
+    "label_aware_comparison",
     "paired_differences",
     "paper_gaps",
     "robustness_sweep",
@@ -880,3 +883,79 @@ def continual_experiment(
             "auc_reclustering": float(adaptive.history_["auc"][-1]),
         })
     return pd.concat(rounds, ignore_index=True), pd.DataFrame(seeds_rows)
+
+
+#: Labels of pTopoFL with each descriptor option in :func:`label_aware_comparison`.
+PTOPOFL_LABELS = {"paper": "pTopoFL", "class_conditional": "pTopoFL-CC",
+                  "model_anchored": "pTopoFL-MA"}
+#: The baselines of :func:`label_aware_comparison`.
+LABEL_AWARE_BASELINES = ("FedAvg", "Median", "TrimmedMean", "Krum")
+
+
+def label_aware_comparison(
+    rates: Iterable[float] = (0.0, 0.3, 0.5),
+    seeds: Iterable[int] = range(100, 120),
+    protocols: Iterable[str] = ("ours", "paper"),
+    descriptors: Iterable[str] = tuple(PTOPOFL_LABELS),
+    baselines: Iterable[str] = LABEL_AWARE_BASELINES,
+    n_clients: int = 10,
+    n_rounds: int = 10,
+    tau: float = 1.8,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Final metrics of pTopoFL with each descriptor and of the baselines, per protocol
+    and fraction of label-flipping hospitals.
+
+    For each protocol (``make_healthcare(protocol=...)``) and rate,
+    ``round(rate * n_clients)`` hospitals flip their labels (the robustness sweep's
+    attack) and :func:`~topofl_lib.experiments.run_comparison` runs pTopoFL (tau
+    ``tau``) with each descriptor option, labelled :data:`PTOPOFL_LABELS`, and the
+    ``baselines``. Returns the runs' ``final`` table with ``protocol`` and ``rate``
+    columns; pair methods within a (protocol, rate) with
+    :func:`~topofl_lib.experiments.paired_differences`.
+
+    Parameters
+    ----------
+    rates : iterable of float, default=(0.0, 0.3, 0.5)
+        Fractions of label-flipping hospitals, each in [0, 0.5].
+    seeds : iterable of int, default=range(100, 120)
+        Scenario seeds (the issue's pre-registered report seeds).
+    protocols : iterable of {"ours", "paper"}, default=("ours", "paper")
+        Data protocols of :func:`~topofl_lib.data.make_healthcare`.
+    descriptors : iterable of str, default=all of PTOPOFL_LABELS
+        pTopoFL's descriptor options (``"paper"``, ``"class_conditional"``,
+        ``"model_anchored"``).
+    baselines : iterable of str, default=LABEL_AWARE_BASELINES
+        Method names run with their defaults beside pTopoFL.
+    n_clients : int, default=10
+        Hospitals per scenario (at least 2).
+    n_rounds : int, default=10
+        Communication rounds.
+    tau : float, default=1.8
+        pTopoFL's anomaly threshold.
+    progress : bool, default=True
+        Show tqdm bars.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The ``final`` table of every run, with ``protocol`` and ``rate`` columns.
+    """
+    check_int(n_clients, "n_clients", low=2)
+    variants = {}
+    for d in descriptors:
+        check_choice(d, "descriptors", PTOPOFL_LABELS)
+        variants[PTOPOFL_LABELS[d]] = ("pTopoFL", {"tau": tau, "descriptor": d})
+    variants.update({b: (b, {}) for b in baselines})
+    finals = []
+    for protocol in protocols:
+        check_choice(protocol, "protocol", PROTOCOLS)
+        for rate in rates:
+            check_real(rate, "rate", low=0.0, high=0.5)
+            res = run_comparison(
+                "healthcare", seeds, n_rounds=n_rounds, variants=variants,
+                scenario_params={"n_clients": n_clients, "protocol": protocol,
+                                 "n_adversarial": int(round(rate * n_clients))},
+                progress=progress)
+            finals.append(res.final.assign(protocol=protocol, rate=rate))
+    return pd.concat(finals, ignore_index=True)

@@ -30,6 +30,7 @@ __all__ = [
     "deep_claim_values",
     "fedtopo_claim_values",
     "gfc_claim_values",
+    "label_aware_claim_values",
     "robustness_claim_values",
     "claim_rows",
     "collect_claims",
@@ -506,4 +507,115 @@ def gfc_claim_values(main: pd.DataFrame, multiplier: pd.DataFrame | None = None,
         if len(g):
             out["gfc.t6.mnist1000.ari"] = g.sort_values("seed")["ari"].to_numpy(dtype=np.float64)
             out["gfc.t6.mnist1000.nmi"] = g.sort_values("seed")["nmi"].to_numpy(dtype=np.float64)
+    return out
+
+
+#: Claim-id spelling of the descriptor options (``topofl.cc.*``).
+DESCRIPTOR_KEYS = {"paper": "paper", "class_conditional": "cc", "model_anchored": "ma"}
+#: Claim-id spelling of the methods of :func:`topofl_lib.detection.label_aware_comparison`.
+LABEL_AWARE_METHOD_KEYS = {"pTopoFL": "ptopofl", "pTopoFL-CC": "ptopofl_cc",
+                           "pTopoFL-MA": "ptopofl_ma", "FedAvg": "fedavg", "Median": "median",
+                           "TrimmedMean": "trimmedmean", "Krum": "krum"}
+
+
+def _rate_key(rate: float) -> str:
+    return f"{round(100 * float(rate)):d}"
+
+
+def label_aware_claim_values(detection: pd.DataFrame | None = None,
+                             recovery: pd.DataFrame | None = None,
+                             final: pd.DataFrame | None = None,
+                             drift: pd.DataFrame | None = None,
+                             descinv: pd.DataFrame | None = None,
+                             mia: pd.DataFrame | None = None,
+                             dp: pd.DataFrame | None = None) -> dict[str, np.ndarray]:
+    """``topofl.cc.*`` ids from the label-aware notebook's tables (per-seed values).
+
+    Parameters
+    ----------
+    detection : DataFrame, optional
+        :func:`~topofl_lib.detection.per_seed_detection` of label-flip detection runs
+        (scenarios ``"label_flip <rate>"``): ``topofl.cc.detect.<rate%>.<desc>.tpr`` /
+        ``.fpr`` (tau 1.8), ``.tpr.tau1`` / ``.fpr.tau1`` (tau 1.0), ``.rocauc``.
+    recovery : DataFrame, optional
+        :func:`~topofl_lib.detection.cluster_recovery` of the same runs:
+        ``topofl.cc.ari.<rate%>.<desc>`` (ARI) and ``.ari90`` (ARI >= 0.9, 0/1).
+    final : DataFrame, optional
+        :func:`~topofl_lib.experiments.label_aware_comparison`:
+        ``topofl.cc.auc.<protocol>.<rate%>.<method>``.
+    drift : DataFrame, optional
+        ``per_seed_detection(drift_runs(...), (), "drift", "shifted")``:
+        ``topofl.cc.drift.<desc>.rocauc``.
+    descinv, mia, dp : DataFrame, optional
+        The privacy runners' tables (healthcare, with a ``descriptor`` column):
+        ``topofl.cc.privacy.<desc>.descinv.recovered`` / ``.descinv.relerr``,
+        ``.mia.auc`` (descriptor channel), ``.dp.eps1.auc`` / ``.dp.nodp.auc``.
+
+    Returns
+    -------
+    dict
+        ``{claim id: per-seed values}``. Values are averaged within a seed (over
+        clients), one per seed in seed order; NaN seeds (no ARI with one latent type)
+        are left out. Only ids present in the claims table are returned; an empty
+        selection is dropped.
+    """
+    known = set(load_paper_claims().index)
+    out: dict[str, np.ndarray] = {}
+
+    def put(cid, df, column, **where):  # mean within each seed (clients), seeds in order
+        if cid not in known:
+            return
+        m = np.ones(len(df), dtype=bool)
+        for key, value in where.items():
+            m &= (df[key] == value).to_numpy()
+        v = df[m].groupby("seed", sort=True)[column].mean().to_numpy(dtype=np.float64)
+        v = v[~np.isnan(v)]
+        if v.size:
+            out[cid] = v
+
+    for desc, dkey in DESCRIPTOR_KEYS.items():
+        if detection is not None:
+            for scen in detection["scenario"].unique():
+                attack, _, rate = str(scen).rpartition(" ")
+                if attack != "label_flip":
+                    continue
+                base = f"topofl.cc.detect.{_rate_key(rate)}.{dkey}"
+                for column, suffix in (("tpr@1.8", "tpr"), ("fpr@1.8", "fpr"),
+                                       ("tpr@1", "tpr.tau1"), ("fpr@1", "fpr.tau1"),
+                                       ("auc", "rocauc")):
+                    if column in detection:
+                        put(f"{base}.{suffix}", detection, column, scenario=scen,
+                            descriptor=desc)
+        if recovery is not None:
+            for scen in recovery["scenario"].unique():
+                attack, _, rate = str(scen).rpartition(" ")
+                if attack != "label_flip":
+                    continue
+                base = f"topofl.cc.ari.{_rate_key(rate)}.{dkey}"
+                put(base, recovery, "ari", scenario=scen, descriptor=desc)
+                put(f"{base}.ari90", recovery.assign(
+                    ari90=(recovery["ari"] >= 0.9).astype(float).where(
+                        recovery["ari"].notna())), "ari90", scenario=scen, descriptor=desc)
+        if drift is not None:
+            put(f"topofl.cc.drift.{dkey}.rocauc", drift, "auc", descriptor=desc)
+        base = f"topofl.cc.privacy.{dkey}"
+        if descinv is not None:
+            put(f"{base}.descinv.recovered", descinv, "recovered", scenario="healthcare",
+                descriptor=desc, attack="descriptor_inversion")
+            put(f"{base}.descinv.relerr", descinv, "relative_error", scenario="healthcare",
+                descriptor=desc, attack="descriptor_inversion")
+        if mia is not None:
+            put(f"{base}.mia.auc", mia, "auc", scenario="healthcare", descriptor=desc,
+                channel="descriptor", n=100)
+        if dp is not None:
+            put(f"{base}.dp.eps1.auc", dp, "auc", scenario="healthcare", descriptor=desc,
+                method="pTopoFL", epsilon=1.0)
+            put(f"{base}.dp.nodp.auc", dp, "auc", scenario="healthcare", descriptor=desc,
+                method="pTopoFL", epsilon=np.inf)
+    if final is not None:
+        for (protocol, rate, method), _ in final.groupby(["protocol", "rate", "method"]):
+            key = LABEL_AWARE_METHOD_KEYS.get(method)
+            if key:
+                put(f"topofl.cc.auc.{protocol}.{_rate_key(rate)}.{key}", final, "auc",
+                    protocol=protocol, rate=rate, method=method)
     return out

@@ -6,11 +6,13 @@ Attributes load on first use.
 from .._lazy import attach
 
 __all__ = [
+    "ATTACK_DESCRIPTORS",
     "GaussianMechanism",
     "LaplaceMechanism",
     "analytic_gaussian_sigma",
     "clip_norm",
     "descriptor_inversion_experiment",
+    "descriptor_map",
     "dp_utility_experiment",
     "gradient_inversion_experiment",
     "invert_batch_gradient",
@@ -28,8 +30,9 @@ __all__ = [
 ]
 
 __getattr__, __dir__ = attach(__name__, {
-    ".attacks": ["invert_batch_gradient", "invert_descriptor", "invert_single_gradient",
-                 "logistic_data_gradient", "membership_inference", "reconstruction_metrics"],
+    ".attacks": ["ATTACK_DESCRIPTORS", "descriptor_map", "invert_batch_gradient",
+                 "invert_descriptor", "invert_single_gradient", "logistic_data_gradient",
+                 "membership_inference", "reconstruction_metrics"],
     ".evaluation": ["descriptor_inversion_experiment", "dp_utility_experiment",
                     "gradient_inversion_experiment", "membership_experiment",
                     "privacy_claim_values", "proxy_table"],

@@ -31,6 +31,14 @@ Membership inference (both channels)
     (LiRA-style with Gaussians of a shared diagonal variance; Carlini et al. 2022).
     The same attack is run on gradients and on descriptors, so the AUCs are comparable.
 
+Which descriptor (:func:`descriptor_map`): both descriptor attacks target the paper's
+48-dim descriptor by default, or one of the label-aware descriptors of
+:class:`~topofl_lib.federated.PTopoFL` (``"class_conditional"``, ``"model_anchored"``),
+or any map ``(X, y, n_sub, random_state) -> vector``. A label-aware descriptor is a
+function of the records *and their labels* (and, model-anchored, of the broadcast
+model ``w``, which the server knows): the attacker's records then carry labels too; the
+search keeps the labels of its population start and moves the features.
+
 :func:`reconstruction_metrics` scores reconstructions: for each true record the closest
 reconstruction (relative L2 error and cosine similarity); a record is *recovered* when
 its relative error is at most ``tol``.
@@ -45,9 +53,13 @@ from .._validation import check_finite, check_int, check_points, check_random_st
 from ..core.optional import require
 from ..core.seeds import draw_seed
 from ..federated.metrics import roc_auc
+from ..topology.class_conditional import class_conditional_descriptor
 from ..topology.descriptor import topological_descriptor
+from ..topology.model_anchored import anchor_margins, model_anchored_descriptor
 
 __all__ = [
+    "ATTACK_DESCRIPTORS",
+    "descriptor_map",
     "invert_batch_gradient",
     "invert_descriptor",
     "invert_single_gradient",
@@ -55,6 +67,56 @@ __all__ = [
     "membership_inference",
     "reconstruction_metrics",
 ]
+
+
+#: Descriptor names the attacks accept (the descriptor options of pTopoFL).
+ATTACK_DESCRIPTORS = ("paper", "class_conditional", "model_anchored")
+
+
+def descriptor_map(descriptor="paper", *, w: np.ndarray | None = None, n_thresholds: int = 20):
+    """The map ``(X, y, n_sub, random_state) -> descriptor`` an attack targets.
+
+    Parameters
+    ----------
+    descriptor : {"paper", "class_conditional", "model_anchored"} or callable
+        ``"paper"``: :func:`~topofl_lib.topology.topological_descriptor` (``y`` is
+        ignored); ``"class_conditional"``:
+        :func:`~topofl_lib.topology.class_conditional_descriptor` (two classes, the
+        defaults of pTopoFL's option); ``"model_anchored"``:
+        :func:`~topofl_lib.topology.model_anchored_descriptor` of the records' signed
+        margins under the logistic model ``w``. A callable is returned as it is.
+    w : ndarray of shape (d + 1,), optional
+        The broadcast logistic model (weights, bias); required by ``"model_anchored"``.
+    n_thresholds : int
+        Betti-curve resolution ``L`` of a named descriptor.
+
+    Returns
+    -------
+    callable
+        ``f(X, y, n_sub, random_state)``; ``n_sub=None`` uses every record.
+    """
+    if callable(descriptor):
+        return descriptor
+    if not isinstance(descriptor, str) or descriptor not in ATTACK_DESCRIPTORS:
+        raise ValueError(f"descriptor must be one of {list(ATTACK_DESCRIPTORS)} or a callable "
+                         f"(X, y, n_sub, random_state) -> vector, got {descriptor!r}")
+    check_int(n_thresholds, "n_thresholds", low=2)
+    if descriptor == "paper":
+        return lambda X, y, n_sub, random_state: topological_descriptor(
+            X, n_sub, strict=False, n_thresholds=n_thresholds, random_state=random_state)
+    if descriptor == "class_conditional":
+        return lambda X, y, n_sub, random_state: class_conditional_descriptor(
+            X, y, n_sub=n_sub, n_thresholds=n_thresholds, random_state=random_state)
+    w = None if w is None else np.asarray(w, dtype=np.float64)
+    if w is None or w.ndim != 1 or not np.all(np.isfinite(w)):
+        raise ValueError("descriptor='model_anchored' needs the broadcast model w, a finite "
+                         f"1-D vector (weights, bias), got {w!r}")
+    from ..federated.local import LogisticLearner
+
+    learner = LogisticLearner()
+    return lambda X, y, n_sub, random_state: model_anchored_descriptor(
+        X, anchor_margins(learner, w, X, y), n_sub=n_sub, n_thresholds=n_thresholds,
+        random_state=random_state)
 
 
 def logistic_data_gradient(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -217,6 +279,9 @@ def invert_descriptor(
     *,
     n_iter: int = 2000,
     n_thresholds: int = 20,
+    descriptor="paper",
+    labels=None,
+    w: np.ndarray | None = None,
     random_state=None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Search for ``n_points`` records whose descriptor matches ``target``.
@@ -226,6 +291,11 @@ def invert_descriptor(
     move if the scaled squared descriptor error does not grow; the step size follows the
     1/5 success rule. Pass ``n_points = min(n, n_sub)``: only the subsample enters the
     descriptor.
+
+    ``descriptor`` is what the client sent (:func:`descriptor_map`; default the paper's
+    48-dim one). A label-aware descriptor needs ``labels`` (one per population record):
+    the start records keep their labels and only their features move; the
+    model-anchored one also needs the broadcast model ``w``.
 
     Parameters
     ----------
@@ -239,6 +309,12 @@ def invert_descriptor(
         Evolution steps.
     n_thresholds : int, default=20
         Thresholds of the descriptor's Betti curves.
+    descriptor : str or callable, default="paper"
+        The descriptor the client sent (:func:`descriptor_map`).
+    labels : array-like of shape (N,), optional
+        Labels of the population records (required by a label-aware descriptor).
+    w : ndarray, optional
+        The broadcast model (required by ``"model_anchored"``).
     random_state : None, int or Generator
         Seeds the start and the moves.
 
@@ -250,19 +326,34 @@ def invert_descriptor(
     population = check_points(population, "population", min_points=n_points)
     check_int(n_points, "n_points", low=2)
     check_int(n_iter, "n_iter", low=0)
+    fn = descriptor_map(descriptor, w=w, n_thresholds=n_thresholds)
+    paper = isinstance(descriptor, str) and descriptor == "paper"
+    if labels is not None:
+        labels = np.asarray(labels)
+        if labels.shape != (population.shape[0],):
+            raise ValueError(f"labels must have shape ({population.shape[0]},), got "
+                             f"{labels.shape}")
+    elif not paper:
+        raise ValueError(f"descriptor={descriptor!r} is computed from labelled records: "
+                         "pass labels (one per population record)")
     target = np.asarray(target, dtype=np.float64)
-    if target.shape != (8 + 2 * n_thresholds,):
+    if paper and target.shape != (8 + 2 * n_thresholds,):
         raise ValueError(f"target must be a descriptor of shape ({8 + 2 * n_thresholds},) "
                          f"for n_thresholds={n_thresholds}, got shape {target.shape}")
     check_finite(target, "target")
     rng = check_random_state(random_state)
-    X = population[rng.choice(population.shape[0], n_points, replace=False)].copy()
+    start = rng.choice(population.shape[0], n_points, replace=False)
+    X = population[start].copy()
+    y = None if labels is None else labels[start]
 
     def loss_of(Z):
-        return _descriptor_loss(
-            topological_descriptor(Z, None, n_thresholds=n_thresholds), target)
+        return _descriptor_loss(fn(Z, y, None, None), target)
 
-    loss = loss_of(X)
+    phi = np.asarray(fn(X, y, None, None), dtype=np.float64)
+    if phi.shape != target.shape:
+        raise ValueError(f"target has shape {target.shape}, but the descriptor "
+                         f"{descriptor!r} of {n_points} records has shape {phi.shape}")
+    loss = _descriptor_loss(phi, target)
     losses = [loss]
     step = 0.5 * float(population.std(axis=0).mean())
     for _ in range(n_iter):
@@ -290,6 +381,7 @@ def membership_inference(
     n_targets: int = 50,
     n_shadow: int = 16,
     n_sub: int = 80,
+    descriptor="paper",
     random_state=None,
 ) -> dict[str, float]:
     """Likelihood-ratio membership inference on one channel; returns the attack AUC.
@@ -302,6 +394,10 @@ def membership_inference(
     attacker simulates ``n_shadow`` datasets with and ``n_shadow`` without the target,
     fits a diagonal Gaussian to each set of transmitted objects, and scores
     ``log N(T | in) - log N(T | out)``.
+
+    ``descriptor`` is the descriptor the client sends on the descriptor channel
+    (:func:`descriptor_map`; default the paper's 48-dim one; ``"model_anchored"`` is
+    computed against ``w``); a label-aware one sees the dataset's labels.
 
     Parameters
     ----------
@@ -321,6 +417,8 @@ def membership_inference(
         Shadow datasets per side.
     n_sub : int, default=80
         Subsample size of the descriptor channel.
+    descriptor : str or callable, default="paper"
+        What the descriptor channel sends (:func:`descriptor_map`).
     random_state : None, int or Generator
         Seeds the trials.
 
@@ -339,6 +437,8 @@ def membership_inference(
         raise ValueError(f"unknown channel {channel!r}; expected 'gradient' or 'descriptor'")
     if channel == "gradient" and (w is None or np.shape(w) != (population.shape[1] + 1,)):
         raise ValueError("channel='gradient' needs w of shape (d + 1,)")
+    describe = (descriptor_map(descriptor, w=w) if channel == "descriptor" else None)
+    classes = labels.astype(np.int64)
     rng = check_random_state(random_state)
     N = population.shape[0]
 
@@ -346,7 +446,7 @@ def membership_inference(
         if channel == "gradient":
             return logistic_data_gradient(w, population[idx], labels[idx])
         seed = draw_seed(rng)  # the client's private subsample seed
-        return topological_descriptor(population[idx], n_sub, strict=False, random_state=seed)
+        return describe(population[idx], classes[idx], n_sub, seed)
 
     def dataset(target, include):
         others = rng.choice(np.delete(np.arange(N), target), n - 1 + (not include),

@@ -1,7 +1,10 @@
 """Multi-seed privacy experiments of the privacy notebook (proxies, attacks, DP utility).
 
 Each runner returns a tidy :class:`pandas.DataFrame` with one row per (seed, client,
-setting); the notebook only aggregates and plots them.
+setting); the notebook only aggregates and plots them. The descriptor attacks and the DP
+release take ``descriptor`` (default ``"paper"``, the 48-dim descriptor; or
+``"class_conditional"`` / ``"model_anchored"``, :func:`~topofl_lib.privacy.attacks.descriptor_map`),
+so the same attacks measure what each of pTopoFL's descriptor options leaks.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from ..core.seeds import check_seeds, draw_seed
 from ..data.scenarios import make_scenario
 from ..federated.fedavg import FedAvg
 from ..federated.ptopofl import PTopoFL
-from ..topology.descriptor import DESCRIPTOR_NAMES, topological_descriptor
+from ..topology.descriptor import DESCRIPTOR_NAMES
 from .attacks import (
+    descriptor_map,
     invert_batch_gradient,
     invert_descriptor,
     invert_single_gradient,
@@ -50,6 +54,11 @@ def _attacked_model(scenario: FederatedScenario, seed: int) -> np.ndarray:
 def _population(scenario: FederatedScenario, k: int) -> np.ndarray:
     """Records of every other client: the attacker's sample of the population."""
     return np.vstack([c.X_train for j, c in enumerate(scenario.clients) if j != k])
+
+
+def _population_labels(scenario: FederatedScenario, k: int) -> np.ndarray:
+    """The labels of :func:`_population`'s records (in the same order)."""
+    return np.concatenate([c.y_train for j, c in enumerate(scenario.clients) if j != k])
 
 
 def proxy_table(scenarios: Sequence[str] = ("healthcare", "benchmark"),
@@ -175,6 +184,7 @@ def descriptor_inversion_experiment(
     tol: float = 0.1,
     max_clients: int | None = None,
     progress: bool = True,
+    descriptor: str = "paper",
 ) -> pd.DataFrame:
     """Invert honest clients' descriptors and score the result against their records.
 
@@ -183,7 +193,10 @@ def descriptor_inversion_experiment(
     starting from a population sample. Rows for ``attack="descriptor_inversion"`` (after
     the search) and ``"population_guess"`` (the starting sample, i.e. no search) are
     scored against *all* the client's training records. ``descriptor_error`` is the
-    scaled descriptor mismatch the search minimises.
+    scaled descriptor mismatch the search minimises. ``descriptor``: the descriptor the
+    clients send (a label-aware one is inverted from labelled population records; the
+    model-anchored one is computed against the round-2 FedAvg model, which the server
+    broadcast). Column ``descriptor`` names it.
 
     Parameters
     ----------
@@ -201,34 +214,42 @@ def descriptor_inversion_experiment(
         Attack at most this many honest clients per seed.
     progress : bool, default=True
         Show a tqdm bar.
+    descriptor : str, default="paper"
+        The descriptor the clients send: ``"paper"``, ``"class_conditional"`` or
+        ``"model_anchored"`` (see :func:`~topofl_lib.privacy.attacks.descriptor_map`).
 
     Returns
     -------
     pandas.DataFrame
         One row per (seed, client, attack): scenario, seed, client, attack, descriptor_error,
-        recovered, relative_error, cosine.
+        recovered, relative_error, cosine, descriptor.
     """
     check_int(n_iter, "n_iter", low=1)
+    descriptor_map(descriptor, w=np.zeros(2))  # validates the name before any run
     rows = []
     seeds = check_seeds(seeds)
     bar = tqdm(total=len(seeds), desc=f"descriptor inversion ({scenario})", disable=not progress)
     for seed in seeds:
         scen = make_scenario(scenario, random_state=seed)
+        w = _attacked_model(scen, seed) if descriptor == "model_anchored" else None
+        describe = descriptor_map(descriptor, w=w)
         rng = np.random.default_rng(seed)
         honest = [k for k, c in enumerate(scen.clients) if not c.adversarial]
         for k in honest[:max_clients]:
             c = scen.clients[k]
-            phi = topological_descriptor(c.X_train, n_sub, strict=False,
-                                         random_state=draw_seed(rng))
+            phi = describe(c.X_train, c.y_train, n_sub, draw_seed(rng))
             n_points = min(c.n_train, n_sub)
             attack_seed = draw_seed(rng)
-            X_hat, losses = invert_descriptor(phi, _population(scen, k), n_points,
-                                              n_iter=n_iter, random_state=attack_seed)
-            X0, _ = invert_descriptor(phi, _population(scen, k), n_points, n_iter=0,
-                                      random_state=attack_seed)
+            pop, pop_y = _population(scen, k), _population_labels(scen, k)
+            X_hat, losses = invert_descriptor(phi, pop, n_points, n_iter=n_iter,
+                                              descriptor=descriptor, labels=pop_y, w=w,
+                                              random_state=attack_seed)
+            X0, _ = invert_descriptor(phi, pop, n_points, n_iter=0, descriptor=descriptor,
+                                      labels=pop_y, w=w, random_state=attack_seed)
             for attack, Z, err in (("descriptor_inversion", X_hat, losses[-1]),
                                    ("population_guess", X0, losses[0])):
                 rows.append({"scenario": scenario, "seed": seed, "client": k,
+                             "descriptor": descriptor,
                              "attack": attack, "descriptor_error": err,
                              **reconstruction_metrics(Z, c.X_train, tol)})
         bar.update()
@@ -243,10 +264,16 @@ def membership_experiment(
     n_targets: int = 50,
     n_shadow: int = 16,
     progress: bool = True,
+    descriptor: str = "paper",
+    channels: Sequence[str] = ("gradient", "descriptor"),
 ) -> pd.DataFrame:
     """Membership-inference AUC on the gradient and the descriptor channel per seed.
 
     The population is the pooled training data of the scenario realisation; gradients
+    (and the model-anchored descriptor) are taken at the round-2 FedAvg model.
+    ``descriptor``: what the descriptor channel sends; ``channels``: which channels to
+    attack. Columns: scenario, seed, n, channel, descriptor, auc.
+
     are taken at the round-2 FedAvg model. Columns: scenario, seed, n, channel, auc.
 
     Parameters
@@ -263,25 +290,37 @@ def membership_experiment(
         Shadow datasets per side.
     progress : bool, default=True
         Show a tqdm bar.
+    descriptor : str, default="paper"
+        What the descriptor channel sends (``"paper"``, ``"class_conditional"``,
+        ``"model_anchored"``).
+    channels : sequence of {"gradient", "descriptor"}, default=both
+        The channels attacked.
 
     Returns
     -------
     pandas.DataFrame
         One row per (seed, channel).
     """
+    for channel in channels:
+        if channel not in ("gradient", "descriptor"):
+            raise ValueError(f"unknown channel {channel!r}; expected 'gradient' or "
+                             "'descriptor'")
+    descriptor_map(descriptor, w=np.zeros(2))  # validates the name before any run
     rows = []
     seeds = check_seeds(seeds)
-    bar = tqdm(total=2 * len(seeds), desc=f"membership ({scenario})", disable=not progress)
+    bar = tqdm(total=len(channels) * len(seeds), desc=f"membership ({scenario})",
+               disable=not progress)
     for seed in seeds:
         scen = make_scenario(scenario, random_state=seed)
         X = np.vstack([c.X_train for c in scen.clients])
         y = np.concatenate([c.y_train for c in scen.clients])
         w = _attacked_model(scen, seed)
-        for channel in ("gradient", "descriptor"):
+        for channel in channels:
             res = membership_inference(X, y, n, channel, w=w, n_targets=n_targets,
-                                       n_shadow=n_shadow, random_state=seed)
+                                       n_shadow=n_shadow, descriptor=descriptor,
+                                       random_state=seed)
             rows.append({"scenario": scenario, "seed": seed, "n": n, "channel": channel,
-                         "auc": res["auc"]})
+                         "descriptor": descriptor, "auc": res["auc"]})
             bar.update()
     bar.close()
     return pd.DataFrame(rows)
@@ -294,10 +333,15 @@ def dp_utility_experiment(
     delta: float = 1e-5,
     n_rounds: int = 15,
     progress: bool = True,
+    descriptor: str = "paper",
 ) -> pd.DataFrame:
     """Final AUC of pTopoFL with Gaussian-DP descriptors for each epsilon.
 
     ``epsilon = inf`` rows are the non-private pTopoFL, and FedAvg rows give the
+    topology-free reference. ``descriptor``: pTopoFL's descriptor option (each release
+    of a model-anchored descriptor, one per round, gets the mechanism's noise).
+    Columns: scenario, seed, method, descriptor, epsilon, sigma, auc.
+
     topology-free reference. Columns: scenario, seed, method, epsilon, sigma, auc.
 
     Parameters
@@ -314,6 +358,9 @@ def dp_utility_experiment(
         Communication rounds.
     progress : bool, default=True
         Show a tqdm bar.
+    descriptor : str, default="paper"
+        pTopoFL's descriptor option (``"paper"``, ``"class_conditional"``,
+        ``"model_anchored"``).
 
     Returns
     -------
@@ -329,12 +376,14 @@ def dp_utility_experiment(
         scen = make_scenario(scenario, random_state=seed)
         fedavg = FedAvg(n_rounds=n_rounds, random_state=seed).fit(scen)
         rows.append({"scenario": scenario, "seed": seed, "method": "FedAvg",
-                     "epsilon": np.inf, "sigma": 0.0, "auc": fedavg.history_["auc"][-1]})
+                     "descriptor": "", "epsilon": np.inf, "sigma": 0.0,
+                     "auc": fedavg.history_["auc"][-1]})
         for eps in [*epsilons, np.inf]:
             mech = None if np.isinf(eps) else GaussianMechanism(eps, delta)
-            est = PTopoFL(n_rounds=n_rounds, descriptor_mechanism=mech,
+            est = PTopoFL(n_rounds=n_rounds, descriptor_mechanism=mech, descriptor=descriptor,
                           random_state=seed).fit(scen)
             rows.append({"scenario": scenario, "seed": seed, "method": "pTopoFL",
+                         "descriptor": descriptor,
                          "epsilon": eps, "sigma": 0.0 if mech is None else mech.sigma,
                          "auc": est.history_["auc"][-1]})
         bar.update()
