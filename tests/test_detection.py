@@ -186,3 +186,29 @@ def test_label_aware_comparison_runs_each_variant_on_each_protocol():
         label_aware_comparison(rates=(0.2,), seeds=[0], protocols=("theirs",), progress=False)
     with pytest.raises(ValueError, match="descriptors"):
         label_aware_comparison(seeds=[0], descriptors=("betti",), progress=False)
+
+
+def test_label_aware_comparison_runs_each_attack():
+    """An ``attack`` column; the label-flip rows are those of the default call and the
+    noisy-label-flip rows are the method run on make_healthcare(attack=...)."""
+    kw = dict(rates=(0.0, 0.3), seeds=[1], protocols=("ours",), descriptors=("paper",),
+              baselines=("FedAvg",), n_rounds=2, progress=False)
+    final = label_aware_comparison(attacks=("label_flip", "noisy_label_flip"), **kw)
+    assert len(final) == 2 * 2 * 2
+    assert set(final["attack"]) == {"label_flip", "noisy_label_flip"}
+    default = label_aware_comparison(**kw)
+    assert set(default["attack"]) == {"label_flip"}
+    flip = final[final["attack"] == "label_flip"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(flip, default)
+    for rate, n_adversarial in ((0.0, 0), (0.3, 3)):
+        scen = make_healthcare(n_clients=10, n_adversarial=n_adversarial,
+                               attack="noisy_label_flip", random_state=1)
+        fedavg = make_method("FedAvg", n_rounds=2, random_state=1).fit(scen)
+        noisy = final[(final["attack"] == "noisy_label_flip") & (final["rate"] == rate)]
+        got = noisy.set_index("method")["auc"]
+        assert got["FedAvg"] == pytest.approx(fedavg.history_["auc"][-1])
+    with_flip = final[final["rate"] == 0.0].pivot(index="method", columns="attack",
+                                                   values="auc")
+    assert (with_flip["label_flip"] == with_flip["noisy_label_flip"]).all()  # no adversary
+    with pytest.raises(ValueError, match="attacks"):
+        label_aware_comparison(attacks=("poison",), **kw)

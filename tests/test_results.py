@@ -346,7 +346,8 @@ def test_label_aware_claim_values_map_every_table():
     np.testing.assert_array_equal(v["topofl.cc.detect.20.ma.tpr"], [1.0, 0.5])
     np.testing.assert_array_equal(v["topofl.cc.detect.20.ma.fpr.tau1"], [0.0, 0.25])
     np.testing.assert_array_equal(v["topofl.cc.detect.30.ma.rocauc"], [0.8])
-    assert not any(k.startswith("topofl.cc.detect.20.paper") for k in v)  # noisy flip: no id
+    assert not any(k.startswith("topofl.cc.detect.20.paper") for k in v)  # noisy: own ids
+    np.testing.assert_array_equal(v["topofl.cc.detect.noisy.20.paper.tpr"], [1.0])
     np.testing.assert_array_equal(v["topofl.cc.ari.20.cc"], [1.0, 0.5])
     np.testing.assert_array_equal(v["topofl.cc.ari.20.cc.ari90"], [1.0, 0.0])
     np.testing.assert_array_equal(v["topofl.cc.auc.paper.50.ptopofl_ma"], [0.8, 0.7])
@@ -357,9 +358,38 @@ def test_label_aware_claim_values_map_every_table():
     assert v["topofl.cc.privacy.ma.mia.auc"] == [0.6]
     assert v["topofl.cc.privacy.paper.dp.eps1.auc"] == [0.7]
     assert v["topofl.cc.privacy.paper.dp.nodp.auc"] == [0.8]
-    assert len(v) == 5 + 5 + 2 + 2 + 1 + 2 + 2 + 2  # detect 20, 30; ari; auc; drift; privacy
+    # detect 20, 30, noisy 20; ari; auc; drift; privacy
+    assert len(v) == 5 + 5 + 5 + 2 + 2 + 1 + 2 + 2 + 2
     rows = claim_rows(v, "cpu")
     assert rows.set_index("id").loc["topofl.cc.auc.paper.50.ptopofl_ma", "n_seeds"] == 2
+
+
+def test_label_aware_claim_values_keep_the_attacks_apart():
+    """Label-flip rows map to topofl.cc.auc.<protocol>..., noisy-label-flip rows to
+    topofl.cc.auc.noisy.<protocol>...; a table without an ``attack`` column is all label
+    flip; other attacks (and other scenarios) have no id."""
+    from topofl_lib.results import label_aware_claim_values
+
+    final = pd.DataFrame({
+        "attack": ["label_flip", "label_flip", "noisy_label_flip", "noisy_label_flip",
+                   "sign_flip"],
+        "protocol": "ours", "rate": [0.3, 0.3, 0.3, 0.0, 0.3], "method": "FedAvg",
+        "seed": [100, 101, 100, 100, 100], "auc": [0.7, 0.8, 0.6, 0.9, 0.1]})
+    v = label_aware_claim_values(final=final)
+    assert set(v) == {"topofl.cc.auc.ours.30.fedavg", "topofl.cc.auc.noisy.ours.30.fedavg",
+                      "topofl.cc.auc.noisy.ours.0.fedavg"}
+    np.testing.assert_array_equal(v["topofl.cc.auc.ours.30.fedavg"], [0.7, 0.8])
+    np.testing.assert_array_equal(v["topofl.cc.auc.noisy.ours.30.fedavg"], [0.6])
+    np.testing.assert_array_equal(v["topofl.cc.auc.noisy.ours.0.fedavg"], [0.9])
+    legacy = label_aware_claim_values(final=final.drop(columns="attack"))
+    np.testing.assert_array_equal(legacy["topofl.cc.auc.ours.30.fedavg"],
+                                  [np.mean([0.7, 0.6, 0.1]), 0.8])
+    detection = pd.DataFrame({
+        "scenario": ["label_flip 0.3", "noisy_label_flip 0.3", "sign_flip 0.3"],
+        "descriptor": "model_anchored", "seed": 100, "auc": [0.9, 0.6, 0.1]})
+    v = label_aware_claim_values(detection=detection)
+    assert v == {"topofl.cc.detect.30.ma.rocauc": [0.9],
+                 "topofl.cc.detect.noisy.30.ma.rocauc": [0.6]}
 
 
 def test_label_aware_claim_rows_are_beyond_the_paper():
@@ -374,7 +404,10 @@ def test_label_aware_claim_rows_are_beyond_the_paper():
             for m in ("ptopofl", "ptopofl_cc", "ptopofl_ma", "fedavg", "median",
                       "trimmedmean", "krum"):
                 assert f"topofl.cc.auc.{protocol}.{rate}.{m}" in cc.index
+                assert f"topofl.cc.auc.noisy.{protocol}.{rate}.{m}" in cc.index
     for d in ("paper", "cc", "ma"):
         for rate in ("20", "30"):
-            assert f"topofl.cc.detect.{rate}.{d}.tpr" in cc.index
+            for suffix in ("tpr", "fpr", "tpr.tau1", "fpr.tau1", "rocauc"):
+                assert f"topofl.cc.detect.{rate}.{d}.{suffix}" in cc.index
+                assert f"topofl.cc.detect.noisy.{rate}.{d}.{suffix}" in cc.index
         assert f"topofl.cc.privacy.{d}.mia.auc" in cc.index

@@ -21,6 +21,7 @@ from scipy import stats
 from tqdm.auto import tqdm
 
 from ._validation import check_choice, check_int, check_real
+from .core.containers import ATTACKS
 from .core.registry import method_names
 from .core.seeds import check_seeds
 from .data.scenarios import PROTOCOLS, make_scenario
@@ -898,21 +899,24 @@ def label_aware_comparison(
     protocols: Iterable[str] = ("ours", "paper"),
     descriptors: Iterable[str] = tuple(PTOPOFL_LABELS),
     baselines: Iterable[str] = LABEL_AWARE_BASELINES,
+    attacks: Iterable[str] = ("label_flip",),
     n_clients: int = 10,
     n_rounds: int = 10,
     tau: float = 1.8,
     progress: bool = True,
 ) -> pd.DataFrame:
-    """Final metrics of pTopoFL with each descriptor and of the baselines, per protocol
-    and fraction of label-flipping hospitals.
+    """Final metrics of pTopoFL with each descriptor and of the baselines, per attack,
+    protocol and fraction of adversarial hospitals.
 
-    For each protocol (``make_healthcare(protocol=...)``) and rate,
-    ``round(rate * n_clients)`` hospitals flip their labels (the robustness sweep's
-    attack) and :func:`~topofl_lib.experiments.run_comparison` runs pTopoFL (tau
-    ``tau``) with each descriptor option, labelled :data:`PTOPOFL_LABELS`, and the
-    ``baselines``. Returns the runs' ``final`` table with ``protocol`` and ``rate``
-    columns; pair methods within a (protocol, rate) with
-    :func:`~topofl_lib.experiments.paired_differences`.
+    For each attack, protocol (``make_healthcare(attack=..., protocol=...)``) and rate,
+    ``round(rate * n_clients)`` hospitals attack (by default they flip their labels,
+    the robustness sweep's attack) and :func:`~topofl_lib.experiments.run_comparison`
+    runs pTopoFL (tau ``tau``) with each descriptor option, labelled
+    :data:`PTOPOFL_LABELS`, and the ``baselines``. Returns the runs' ``final`` table
+    with ``attack``, ``protocol`` and ``rate`` columns; pair methods within an (attack,
+    protocol, rate) with :func:`~topofl_lib.experiments.paired_differences`. A rate with
+    no adversarial hospital is run once per protocol (the attack changes nothing there)
+    and its rows are repeated under each attack.
 
     Parameters
     ----------
@@ -927,6 +931,10 @@ def label_aware_comparison(
         ``"model_anchored"``).
     baselines : iterable of str, default=LABEL_AWARE_BASELINES
         Method names run with their defaults beside pTopoFL.
+    attacks : iterable of str, default=("label_flip",)
+        What the adversarial hospitals do, each one of
+        :data:`~topofl_lib.core.containers.ATTACKS` (``"label_flip"``,
+        ``"noisy_label_flip"``, ``"sign_flip"``).
     n_clients : int, default=10
         Hospitals per scenario (at least 2).
     n_rounds : int, default=10
@@ -939,23 +947,37 @@ def label_aware_comparison(
     Returns
     -------
     pandas.DataFrame
-        The ``final`` table of every run, with ``protocol`` and ``rate`` columns.
+        The ``final`` table of every run, with ``attack``, ``protocol`` and ``rate``
+        columns.
     """
     check_int(n_clients, "n_clients", low=2)
+    attacks = list(attacks)
+    for attack in attacks:
+        check_choice(attack, "attacks", ATTACKS)
     variants = {}
     for d in descriptors:
         check_choice(d, "descriptors", PTOPOFL_LABELS)
         variants[PTOPOFL_LABELS[d]] = ("pTopoFL", {"tau": tau, "descriptor": d})
     variants.update({b: (b, {}) for b in baselines})
-    finals = []
+    protocols, rates = list(protocols), list(rates)
     for protocol in protocols:
         check_choice(protocol, "protocol", PROTOCOLS)
-        for rate in rates:
-            check_real(rate, "rate", low=0.0, high=0.5)
-            res = run_comparison(
-                "healthcare", seeds, n_rounds=n_rounds, variants=variants,
-                scenario_params={"n_clients": n_clients, "protocol": protocol,
-                                 "n_adversarial": int(round(rate * n_clients))},
-                progress=progress)
-            finals.append(res.final.assign(protocol=protocol, rate=rate))
+    for rate in rates:
+        check_real(rate, "rate", low=0.0, high=0.5)
+    finals, honest = [], {}  # honest: (protocol, rate) -> runs without adversaries
+    for attack in attacks:
+        for protocol in protocols:
+            for rate in rates:
+                n_adversarial = int(round(rate * n_clients))
+                if n_adversarial == 0 and (protocol, rate) in honest:
+                    final = honest[protocol, rate]  # no adversary: the attack changes nothing
+                else:
+                    final = run_comparison(
+                        "healthcare", seeds, n_rounds=n_rounds, variants=variants,
+                        scenario_params={"n_clients": n_clients, "protocol": protocol,
+                                         "attack": attack, "n_adversarial": n_adversarial},
+                        progress=progress).final
+                    if n_adversarial == 0:
+                        honest[protocol, rate] = final
+                finals.append(final.assign(attack=attack, protocol=protocol, rate=rate))
     return pd.concat(finals, ignore_index=True)

@@ -428,12 +428,15 @@ NOTEBOOKS: dict[str, Notebook] = {
               "detect_rates": ListOf(Real(0.0, 0.5, low_open=True)),
               "rates": ListOf(Real(0.0, 0.5)),  # label_aware_comparison: rate in [0, 0.5]
               "protocols": ListOf(OneOf(("ours", "paper"))),
+              # detection and AUC comparison; the claim rows need the label flip
+              "attacks": ListOf(OneOf(ATTACKS), contains=("label_flip",)),
               "attack_seeds": POSITIVE, "attack_clients": POSITIVE,
               "descriptor_iters": POSITIVE,
               "mia_targets": Int(low=2), "mia_shadows": Int(low=2),  # membership_inference
               "epsilons": ListOf(_EPSILON, contains=(1.0,))},
         shared={"seed_start": 100, "n_rounds": 10, "detect_rates": [0.2, 0.3],
                 "rates": [0.0, 0.3, 0.5], "protocols": ["ours", "paper"],
+                "attacks": ["label_flip", "noisy_label_flip"],
                 "epsilons": [1.0, 100.0]},
         quick={"n_seeds": 2, "attack_seeds": 1, "attack_clients": 1, "descriptor_iters": 20,
                "mia_targets": 4, "mia_shadows": 3},

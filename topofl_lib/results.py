@@ -517,6 +517,9 @@ LABEL_AWARE_METHOD_KEYS = {"pTopoFL": "ptopofl", "pTopoFL-CC": "ptopofl_cc",
                            "pTopoFL-MA": "ptopofl_ma", "FedAvg": "fedavg", "Median": "median",
                            "TrimmedMean": "trimmedmean", "Krum": "krum"}
 
+#: Claim-id prefix of the label-aware notebook's attacks (the label flip has none).
+LABEL_AWARE_ATTACK_KEYS = {"label_flip": "", "noisy_label_flip": "noisy."}
+
 
 def _rate_key(rate: float) -> str:
     return f"{round(100 * float(rate)):d}"
@@ -534,15 +537,19 @@ def label_aware_claim_values(detection: pd.DataFrame | None = None,
     Parameters
     ----------
     detection : DataFrame, optional
-        :func:`~topofl_lib.detection.per_seed_detection` of label-flip detection runs
-        (scenarios ``"label_flip <rate>"``): ``topofl.cc.detect.<rate%>.<desc>.tpr`` /
-        ``.fpr`` (tau 1.8), ``.tpr.tau1`` / ``.fpr.tau1`` (tau 1.0), ``.rocauc``.
+        :func:`~topofl_lib.detection.per_seed_detection` of detection runs (scenarios
+        ``"<attack> <rate>"``): ``topofl.cc.detect.<rate%>.<desc>.tpr`` / ``.fpr``
+        (tau 1.8), ``.tpr.tau1`` / ``.fpr.tau1`` (tau 1.0), ``.rocauc`` for the label
+        flip, ``topofl.cc.detect.noisy.<rate%>.<desc>.*`` for the noisy label flip;
+        other scenarios have no id.
     recovery : DataFrame, optional
         :func:`~topofl_lib.detection.cluster_recovery` of the same runs:
         ``topofl.cc.ari.<rate%>.<desc>`` (ARI) and ``.ari90`` (ARI >= 0.9, 0/1).
     final : DataFrame, optional
         :func:`~topofl_lib.experiments.label_aware_comparison`:
-        ``topofl.cc.auc.<protocol>.<rate%>.<method>``.
+        ``topofl.cc.auc.<protocol>.<rate%>.<method>`` for the label flip (every row
+        when there is no ``attack`` column), ``topofl.cc.auc.noisy.<protocol>.<rate%>.
+        <method>`` for the noisy label flip.
     drift : DataFrame, optional
         ``per_seed_detection(drift_runs(...), (), "drift", "shifted")``:
         ``topofl.cc.drift.<desc>.rocauc``.
@@ -577,9 +584,10 @@ def label_aware_claim_values(detection: pd.DataFrame | None = None,
         if detection is not None:
             for scen in detection["scenario"].unique():
                 attack, _, rate = str(scen).rpartition(" ")
-                if attack != "label_flip":
+                if attack not in LABEL_AWARE_ATTACK_KEYS:
                     continue
-                base = f"topofl.cc.detect.{_rate_key(rate)}.{dkey}"
+                prefix = LABEL_AWARE_ATTACK_KEYS[attack]
+                base = f"topofl.cc.detect.{prefix}{_rate_key(rate)}.{dkey}"
                 for column, suffix in (("tpr@1.8", "tpr"), ("fpr@1.8", "fpr"),
                                        ("tpr@1", "tpr.tau1"), ("fpr@1", "fpr.tau1"),
                                        ("auc", "rocauc")):
@@ -613,9 +621,13 @@ def label_aware_claim_values(detection: pd.DataFrame | None = None,
             put(f"{base}.dp.nodp.auc", dp, "auc", scenario="healthcare", descriptor=desc,
                 method="pTopoFL", epsilon=np.inf)
     if final is not None:
-        for (protocol, rate, method), _ in final.groupby(["protocol", "rate", "method"]):
+        if "attack" not in final:  # a table of label-flip runs only
+            final = final.assign(attack="label_flip")
+        for (attack, protocol, rate, method), _ in final.groupby(
+                ["attack", "protocol", "rate", "method"]):
             key = LABEL_AWARE_METHOD_KEYS.get(method)
-            if key:
-                put(f"topofl.cc.auc.{protocol}.{_rate_key(rate)}.{key}", final, "auc",
+            if key and attack in LABEL_AWARE_ATTACK_KEYS:
+                put(f"topofl.cc.auc.{LABEL_AWARE_ATTACK_KEYS[attack]}{protocol}."
+                    f"{_rate_key(rate)}.{key}", final, "auc", attack=attack,
                     protocol=protocol, rate=rate, method=method)
     return out
