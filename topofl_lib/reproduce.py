@@ -18,7 +18,9 @@ Where it writes:
 * ``cpu`` and ``paper`` publish into the repository's ``figures/`` and ``results/``
   (executed notebooks in ``results/notebooks/``), one notebook at a time. A notebook whose
   published claim rows were measured under a higher-ranked profile with other
-  parameters is refused (before anything runs) unless ``--force``.
+  parameters is refused (before anything runs) unless ``--force``; ``auto`` (what
+  ``make reproduce`` runs) keeps such a notebook's published results instead, says so,
+  and runs the others.
 
 Each executed notebook keeps its outputs, so a reader sees its tables and figures on the
 web: the kernels run with plotly's renderer ``plotly_mimetype+png`` (each figure also as a
@@ -83,20 +85,25 @@ def resolve_profile(profile: str) -> str:
     return profile
 
 
-def _refusal(name: str, notebook: Notebook, results_dir: Path, profile: str) -> str | None:
-    """Why publishing ``name`` under ``profile`` would lose better results (None: it would not)."""
+def _better_published(notebook: Notebook, results_dir: Path, profile: str) -> str | None:
+    """The published profile of ``notebook`` that ``profile`` would lose (None: none)."""
     published = published_profiles(results_dir, notebook.claims)
     for old in sorted(published or ()):
         if old in PROFILES and (PROFILES.index(old) <= PROFILES.index(profile)
                                 or notebook.values(old) == notebook.values(profile)):
             continue
-        why = (f"measured under the higher-ranked profile {old!r}" if old in PROFILES
-               else f"measured under profile {old!r}, which reproduce does not rank")
-        return (f"notebook {name!r}: its published results "
-                f"(results/claims/{notebook.claims}.csv) were {why}; --profile {profile} "
-                f"would replace them. Run it with --profile {old}, leave it out of --only, "
-                "or add --force to replace them.")
+        return old
     return None
+
+
+def _refusal(name: str, notebook: Notebook, old: str, profile: str) -> str:
+    """Why publishing ``name`` under ``profile`` would lose the ``old`` profile's results."""
+    why = (f"measured under the higher-ranked profile {old!r}" if old in PROFILES
+           else f"measured under profile {old!r}, which reproduce does not rank")
+    return (f"notebook {name!r}: its published results "
+            f"(results/claims/{notebook.claims}.csv) were {why}; --profile {profile} "
+            f"would replace them. Run it with --profile {old}, leave it out of --only, "
+            "or add --force to replace them.")
 
 
 @functools.cache
@@ -183,13 +190,14 @@ def reproduce(profile: str = "quick", only: Sequence[str] | None = None,
     ValueError
         Unknown profile or notebook name (nothing has run).
     ProfileRefused
-        A notebook's published results come from a higher-ranked profile (nothing has run).
+        A notebook's published results come from a higher-ranked profile (nothing has run);
+        ``profile="auto"`` keeps such a notebook's results and runs the others instead.
     ReproduceError
         A notebook failed: it published nothing (those before it are published).
     """
     import papermill as pm
 
-    profile = resolve_profile(profile)
+    requested, profile = profile, resolve_profile(profile)
     if workers is not None:
         check_int(workers, "workers", low=1)
     registry = NOTEBOOKS if notebooks is None else notebooks
@@ -211,11 +219,17 @@ def reproduce(profile: str = "quick", only: Sequence[str] | None = None,
         if other.published and other.journal.exists():
             print("an interrupted publishing into figures/ and results/ is pending; the next "
                   "cpu or paper run completes it", file=sys.stderr)
-        if target.published:
-            refusals = [r for n in names
-                        if (r := _refusal(n, registry[n], target.results, profile))]
-            if refusals and not force:
-                raise ProfileRefused("\n".join(refusals))
+        better = {} if not target.published or force else {
+            n: old for n in names
+            if (old := _better_published(registry[n], target.results, profile))}
+        if better and requested != "auto":
+            raise ProfileRefused("\n".join(_refusal(n, registry[n], old, profile)
+                                           for n, old in better.items()))
+        for n, old in better.items():  # auto keeps them: it is what `make reproduce` runs
+            print(f"auto ({profile}): kept the published results of {n!r}, measured under "
+                  f"the {old!r} profile; `--profile {old} --only {n}` re-runs it",
+                  file=sys.stderr)
+        names = [n for n in names if n not in better]
         staging = target.work / "staging"
         for old in staging.glob(f"{target.kind}-*"):
             shutil.rmtree(old, ignore_errors=True)
