@@ -433,9 +433,13 @@ def test_insecure_federation_still_runs(healthcare_files, tmp_path):
     from topofl_lib.flower import LocalFederation
 
     _, paths = healthcare_files
-    with LocalFederation(paths[:2], tmp_path, secure=False) as fed:
+    with pytest.warns(UserWarning, match="secure=False"):
+        fed = LocalFederation(paths[:2], tmp_path, secure=False)
+    with fed:
         res = fed.run("insecure", method="FedAvg", **{"num-rounds": 1})
     assert res["n_clients"] == 2 and sorted(res["rounds"][0]["scores"]) == ["0", "1"]
+    # every process the federation started (SuperLink, runs, nodes, zygote) has ended
+    assert fed.processes and all(p.poll() is not None for p in fed.processes)
     assert "--insecure" in (tmp_path / "superlink.log").read_text(errors="ignore")
 
 

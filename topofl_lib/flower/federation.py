@@ -37,6 +37,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -169,6 +170,11 @@ class LocalFederation:
                             for k, v in (node_config or {}).items()}
         self.idle_max = check_real(idle_max, "idle_max", low=0.02)
         self.secure = bool(secure)
+        if not self.secure:
+            warnings.warn("LocalFederation(secure=False): no TLS and no SuperNode "
+                          "authentication; any process that can reach the SuperLink's port "
+                          "can join the federation and read the models", UserWarning,
+                          stacklevel=2)
         self.workdir = Path(workdir).resolve()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.bin = Path(sys.executable).parent
