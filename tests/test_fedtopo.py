@@ -213,6 +213,16 @@ def test_tgbs_errors():
         TopologyGuidedBlockScreening().fit(net, X, np.zeros(len(y)))
 
 
+def test_tgbs_over_seeds_checks_seeds_like_every_runner():
+    from topofl_lib.deep import load_image_dataset, tgbs_over_seeds
+
+    data = load_image_dataset("digits", n_train=200, n_test=50, random_state=0)
+    with pytest.raises(ValueError, match="seeds is empty"):
+        tgbs_over_seeds(data, [], architecture="digits_cnn")
+    with pytest.raises(TypeError, match="seeds must be an iterable of ints"):
+        tgbs_over_seeds(data, 3, architecture="digits_cnn")
+
+
 # -- schedules --------------------------------------------------------------------------
 def _traj(strategy, losses, rounds=2, epochs=3, steps=4, alpha_min=0.1, **kw):
     sched = AlphaSchedule(strategy, **kw)

@@ -303,9 +303,8 @@ def test_cli_rejects_bad_arguments_before_writing(tmp_path, capsys):
             main(["flower", *args, "--workdir", str(workdir)])
         assert exit_.value.code == 2
         err = capsys.readouterr().err
-        errors = [line for line in err.splitlines() if "error:" in line]
-        assert len(errors) == 1 and "Traceback" not in err
-        assert errors[0].startswith(f"python -m topofl_lib flower: error: {message}")
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err  # one line
+        assert err.startswith(f"python -m topofl_lib flower: error: {message}")
     assert not workdir.exists()
 
 

@@ -417,3 +417,18 @@ def test_oversized_notebook_publishes_nothing(repo, monkeypatch):
                                              "takes .* over the 0.001 MB bound"):
         run(repo, "cpu", only=["tiny_a"])
     assert published(repo) == before
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    """A bad argument or a missing notebooks folder: one error line, no traceback."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["reproduce", "--profile", "fast"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert "argument --profile: invalid choice: 'fast'" in err
+    code = main(["reproduce", "--profile", "quick", "--notebooks-dir", str(tmp_path / "nope"),
+                 "--output-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith("error: notebook(s)") and "nope" in err
+    assert not (tmp_path / "build").exists()

@@ -271,9 +271,16 @@ def reproduce(profile: str = "quick", only: Sequence[str] | None = None,
     return target.results / "claims.csv"
 
 
+class _OneLineErrors(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (``prog: error: ...``), exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (--help shows the usage)\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
-    parser = argparse.ArgumentParser(prog="python -m topofl_lib")
+    parser = _OneLineErrors(prog="python -m topofl_lib")
     sub = parser.add_subparsers(dest="command", required=True)
     rep = sub.add_parser("reproduce", help="run the notebooks; cpu/paper publish into "
                                            "figures/ and results/, quick into build/")
@@ -295,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         path = reproduce(args.profile, args.only, args.notebooks_dir, args.output_dir,
                          args.kernel, args.force, workers=args.workers)
-    except (ReproduceError, TypeError, ValueError) as exc:
+    except (ReproduceError, TypeError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, ProfileRefused) else 1
     if args.profile == "quick":

@@ -24,6 +24,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .._validation import check_int
+from ..core.seeds import check_seeds
 from ..fedtopo.schedules import SCHEDULES, AlphaSchedule
 from ..fedtopo.screening import TopologyGuidedBlockScreening
 from .learner import TorchModel
@@ -131,7 +132,7 @@ def tgbs_over_seeds(dataset, seeds, architecture: str = "fmnist_cnn", n_val: int
     check_int(n_val, "n_val", low=10)
     torch.set_num_threads(1)
     rows = []
-    for seed in tqdm(list(seeds), desc="TGBS", disable=not progress):
+    for seed in tqdm(check_seeds(seeds), desc="TGBS", disable=not progress):
         rng = np.random.default_rng(seed)
         idx = rng.choice(dataset.y_train.size, size=min(n_val, dataset.y_train.size),
                          replace=False)

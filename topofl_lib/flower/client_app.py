@@ -45,7 +45,7 @@ from flwr.clientapp import ClientApp
 from ..federated.augmentation import augment_features, augmentation_stats
 from ..federated.local import LogisticLearner, client_streams, local_sgd
 from ..topology.descriptor import client_topology
-from .node import RECEIVED_AT
+from .waits import RECEIVED_AT
 
 app = ClientApp()
 

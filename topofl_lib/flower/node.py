@@ -43,10 +43,7 @@ import threading
 import time
 import traceback
 
-from .waits import adjust_supernode
-
-#: Environment variable with the time the SuperNode stored the message a task runs.
-RECEIVED_AT = "TOPOFL_FLOWER_RECEIVED_AT"
+from .waits import RECEIVED_AT, adjust_supernode
 
 __all__ = ["RECEIVED_AT", "main"]
 

@@ -35,7 +35,12 @@ import functools
 import time
 from collections.abc import Callable
 
-__all__ = ["BUSY", "STEP", "HEARTBEAT", "NODE_PULL_BACKOFF", "NODE_PULL_BACKOFF_CAP",
+#: Environment variable with the time the SuperNode stored the message a task runs (set
+#: by :mod:`~topofl_lib.flower.node`, read by the ClientApp's per-phase timing; here, in
+#: the leaf module, so that neither imports the other).
+RECEIVED_AT = "TOPOFL_FLOWER_RECEIVED_AT"
+
+__all__ = ["BUSY", "RECEIVED_AT", "STEP", "HEARTBEAT", "NODE_PULL_BACKOFF", "NODE_PULL_BACKOFF_CAP",
            "PULL_BACKOFF", "PULL_BACKOFF_CAP", "Pacer",
            "PollingGrid", "adjust_supernode", "shorten_object_pulls"]
 
