@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ._validation import check_int, check_random_state, check_real
+from ._validation import check_choice, check_int, check_random_state, check_real
 from .core.containers import FederatedScenario
 from .core.seeds import check_seeds
 from .data.scenarios import make_continual, make_healthcare
@@ -146,9 +146,16 @@ def detection_scenarios(
     attacks: Iterable[str] = ("label_flip", "noisy_label_flip"),
     partial_fractions: Iterable[float] = (),
     n_clients: int = 10,
+    protocols: Iterable[str] = ("ours",),
 ) -> dict[str, Callable[[int], FederatedScenario]]:
     """Healthcare scenarios keyed ``"<attack> <rate>"`` (``"partial<f> <rate>"`` for a
     partial flip of fraction ``f``), each a function ``seed -> FederatedScenario``.
+
+    Under the paper's data protocol (``protocols`` containing ``"paper"``,
+    :func:`~topofl_lib.data.paper_protocol.paper_healthcare`) the adversaries flip 30% of
+    all their labels, the attack of the paper's code: those scenarios are keyed
+    ``"label_flip paper <rate>"`` (the other attacks and the partial flips are scenarios of
+    our protocol only).
 
     Parameters
     ----------
@@ -160,6 +167,8 @@ def detection_scenarios(
         Partial-flip fractions (see :func:`partial_flip`).
     n_clients : int, default=10
         Number of hospitals.
+    protocols : iterable of {"ours", "paper"}, default=("ours",)
+        Data protocols of :func:`~topofl_lib.data.make_healthcare`.
 
     Returns
     -------
@@ -167,18 +176,28 @@ def detection_scenarios(
         Scenario label -> ``seed -> FederatedScenario``.
     """
     check_int(n_clients, "n_clients", low=2)
-    out = {}
+    protocols = list(protocols)
+    for protocol in protocols:
+        check_choice(protocol, "protocol", ("ours", "paper"))
+    rates, attacks, partial_fractions = list(rates), list(attacks), list(partial_fractions)
     for rate in rates:
         check_real(rate, "rate", low=0.0, high=0.5)
+    out = {}
+    for rate in rates:
         n_adv = int(round(rate * n_clients))
-        for attack in attacks:
-            out[f"{attack} {rate:g}"] = (
-                lambda s, a=attack, n=n_adv: make_healthcare(
-                    n_clients=n_clients, n_adversarial=n, attack=a, random_state=s))
-        for f in partial_fractions:
-            out[f"partial{f:g} {rate:g}"] = (
-                lambda s, n=n_adv, f=f: partial_flip(make_healthcare(
-                    n_clients=n_clients, n_adversarial=n, random_state=s), f, s))
+        if "ours" in protocols:
+            for attack in attacks:
+                out[f"{attack} {rate:g}"] = (
+                    lambda s, a=attack, n=n_adv: make_healthcare(
+                        n_clients=n_clients, n_adversarial=n, attack=a, random_state=s))
+            for f in partial_fractions:
+                out[f"partial{f:g} {rate:g}"] = (
+                    lambda s, n=n_adv, f=f: partial_flip(make_healthcare(
+                        n_clients=n_clients, n_adversarial=n, random_state=s), f, s))
+        if "paper" in protocols:
+            out[f"label_flip paper {rate:g}"] = (
+                lambda s, n=n_adv: make_healthcare(
+                    n_clients=n_clients, n_adversarial=n, protocol="paper", random_state=s))
     return out
 
 

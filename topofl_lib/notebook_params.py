@@ -435,15 +435,26 @@ NOTEBOOKS: dict[str, Notebook] = {
               "attack_seeds": POSITIVE, "attack_clients": POSITIVE,
               "descriptor_iters": POSITIVE,
               "mia_targets": Int(low=2), "mia_shadows": Int(low=2),  # membership_inference
-              "epsilons": ListOf(_EPSILON, contains=(1.0,))},
+              "epsilons": ListOf(_EPSILON, contains=(1.0,)),
+              # the deep Fashion-MNIST Dir(0.1) scenario, on the first deep_seeds report seeds
+              "deep_seeds": POSITIVE, "deep_rounds": POSITIVE,
+              "deep_n_train": Int(low=10), "deep_n_test": Int(low=10),  # load_image_dataset
+              "deep_methods": ListOf(OneOf(_DEEP_METHODS), contains=("pTopoFL", "pTopoFL-MA"))},
         shared={"seed_start": 100, "n_rounds": 10, "detect_rates": [0.2, 0.3],
-                "rates": [0.0, 0.3, 0.5], "protocols": ["ours", "paper"],
+                "rates": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5], "protocols": ["ours", "paper"],
                 "attacks": ["label_flip", "noisy_label_flip"],
-                "epsilons": [1.0, 100.0]},
-        quick={"n_seeds": 2, "attack_seeds": 1, "attack_clients": 1, "descriptor_iters": 20,
-               "mia_targets": 4, "mia_shadows": 3},
+                "epsilons": [0.1, 1.0, 10.0, 100.0, 1000.0],
+                "deep_methods": ["pTopoFL", "pTopoFL-MA", "FedAvg", "Median", "TrimmedMean",
+                                 "Krum"]},
+        quick={"n_seeds": 2, "rates": [0.0, 0.3, 0.5], "epsilons": [1.0, 100.0],
+               "attack_seeds": 1, "attack_clients": 1, "descriptor_iters": 20,
+               "mia_targets": 4, "mia_shadows": 3, "deep_seeds": 1, "deep_rounds": 2,
+               "deep_n_train": 1500, "deep_n_test": 500},
+        # the deep runs: ptopofl_deep's cpu protocol (10 rounds of 1 local epoch)
         paper={"n_seeds": 20, "attack_seeds": 5, "attack_clients": 2, "descriptor_iters": 300,
-               "mia_targets": 40, "mia_shadows": 8}),
+               "mia_targets": 40, "mia_shadows": 8, "deep_seeds": 20, "deep_rounds": 10,
+               "deep_n_train": 12000, "deep_n_test": 2000},
+        execution=("n_workers",)),
 }
 
 

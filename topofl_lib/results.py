@@ -519,6 +519,11 @@ LABEL_AWARE_METHOD_KEYS = {"pTopoFL": "ptopofl", "pTopoFL-CC": "ptopofl_cc",
 
 #: Claim-id prefix of the label-aware notebook's attacks (the label flip has none).
 LABEL_AWARE_ATTACK_KEYS = {"label_flip": "", "noisy_label_flip": "noisy."}
+#: Claim-id prefix of the detection scenarios (:func:`topofl_lib.detection.detection_scenarios`
+#: labels without their rate): the attacks above, the paper protocol's 30% flip, a 30%
+#: partial flip of our protocol.
+DETECTION_SCENARIO_KEYS = {**LABEL_AWARE_ATTACK_KEYS, "label_flip paper": "paper.",
+                           "partial0.3": "partial30."}
 
 
 def _rate_key(rate: float) -> str:
@@ -531,7 +536,8 @@ def label_aware_claim_values(detection: pd.DataFrame | None = None,
                              drift: pd.DataFrame | None = None,
                              descinv: pd.DataFrame | None = None,
                              mia: pd.DataFrame | None = None,
-                             dp: pd.DataFrame | None = None) -> dict[str, np.ndarray]:
+                             dp: pd.DataFrame | None = None,
+                             deep: pd.DataFrame | None = None) -> dict[str, np.ndarray]:
     """``topofl.cc.*`` ids from the label-aware notebook's tables (per-seed values).
 
     Parameters
@@ -540,8 +546,10 @@ def label_aware_claim_values(detection: pd.DataFrame | None = None,
         :func:`~topofl_lib.detection.per_seed_detection` of detection runs (scenarios
         ``"<attack> <rate>"``): ``topofl.cc.detect.<rate%>.<desc>.tpr`` / ``.fpr``
         (tau 1.8), ``.tpr.tau1`` / ``.fpr.tau1`` (tau 1.0), ``.rocauc`` for the label
-        flip, ``topofl.cc.detect.noisy.<rate%>.<desc>.*`` for the noisy label flip;
-        other scenarios have no id.
+        flip, ``topofl.cc.detect.noisy.<rate%>.<desc>.*`` for the noisy label flip,
+        ``topofl.cc.detect.paper.<rate%>.<desc>.*`` for the paper protocol's flip and
+        ``topofl.cc.detect.partial30.<rate%>.<desc>.*`` for a 30% partial flip
+        (:data:`DETECTION_SCENARIO_KEYS`); other scenarios have no id.
     recovery : DataFrame, optional
         :func:`~topofl_lib.detection.cluster_recovery` of the same runs:
         ``topofl.cc.ari.<rate%>.<desc>`` (ARI) and ``.ari90`` (ARI >= 0.9, 0/1).
@@ -557,6 +565,9 @@ def label_aware_claim_values(detection: pd.DataFrame | None = None,
         The privacy runners' tables (healthcare, with a ``descriptor`` column):
         ``topofl.cc.privacy.<desc>.descinv.recovered`` / ``.descinv.relerr``,
         ``.mia.auc`` (descriptor channel), ``.dp.eps1.auc`` / ``.dp.nodp.auc``.
+    deep : DataFrame, optional
+        ``final`` of the deep Fashion-MNIST Dir(0.1) runs (``method``, ``seed``,
+        ``accuracy``): ``topofl.cc.deep.fmnist01.<method>.acc``.
 
     Returns
     -------
@@ -584,9 +595,9 @@ def label_aware_claim_values(detection: pd.DataFrame | None = None,
         if detection is not None:
             for scen in detection["scenario"].unique():
                 attack, _, rate = str(scen).rpartition(" ")
-                if attack not in LABEL_AWARE_ATTACK_KEYS:
+                if attack not in DETECTION_SCENARIO_KEYS:
                     continue
-                prefix = LABEL_AWARE_ATTACK_KEYS[attack]
+                prefix = DETECTION_SCENARIO_KEYS[attack]
                 base = f"topofl.cc.detect.{prefix}{_rate_key(rate)}.{dkey}"
                 for column, suffix in (("tpr@1.8", "tpr"), ("fpr@1.8", "fpr"),
                                        ("tpr@1", "tpr.tau1"), ("fpr@1", "fpr.tau1"),
@@ -620,6 +631,11 @@ def label_aware_claim_values(detection: pd.DataFrame | None = None,
                 method="pTopoFL", epsilon=1.0)
             put(f"{base}.dp.nodp.auc", dp, "auc", scenario="healthcare", descriptor=desc,
                 method="pTopoFL", epsilon=np.inf)
+    if deep is not None:
+        for method in deep["method"].unique():
+            key = LABEL_AWARE_METHOD_KEYS.get(method)
+            if key:
+                put(f"topofl.cc.deep.fmnist01.{key}.acc", deep, "accuracy", method=method)
     if final is not None:
         if "attack" not in final:  # a table of label-flip runs only
             final = final.assign(attack="label_flip")

@@ -9,7 +9,11 @@ overridden. Labels:
 * ``"pFedMe"``: lambda 15, 5 inner steps, outer and personal step 0.05, no momentum
   (with the common lr 0.01 it hardly moves: eta * lambda = 0.15 per step; our choice);
 * ``"pTopoFL"``: M = 3 clusters, descriptors of 200 penultimate activations, no
-  feature augmentation (pTopoFL Sec. 4.1, Scenario C);
+  feature augmentation (pTopoFL Sec. 4.1, Scenario C); ``"pTopoFL-CC"`` and
+  ``"pTopoFL-MA"``: the same with the class-conditional or the model-anchored
+  descriptor (per-class penultimate activations of the current cluster models);
+* ``"Median"``, ``"TrimmedMean"``, ``"Krum"``: the Byzantine-robust aggregators with
+  their defaults;
 * ``"FedTopo"`` (Smooth-Topo), ``"FedTopo w/o TAL"``, ``"FedTopo[<schedule>]"`` for
   one of :data:`topofl_lib.fedtopo.SCHEDULES`, ``"FedTopo@<block>"`` for another
   block.
@@ -31,7 +35,8 @@ from .learner import TorchModel
 
 __all__ = ["DEEP_LABELS", "block_table", "deep_variants", "tgbs_over_seeds"]
 
-DEEP_LABELS = ("FedAvg", "FedProx", "SCAFFOLD", "pFedMe", "pTopoFL", "FedTopo",
+DEEP_LABELS = ("FedAvg", "FedProx", "SCAFFOLD", "pFedMe", "pTopoFL", "pTopoFL-CC",
+               "pTopoFL-MA", "Median", "TrimmedMean", "Krum", "FedTopo",
                "FedTopo w/o TAL", "FedTopo[<schedule>]", "FedTopo@<block>")
 
 
@@ -65,15 +70,19 @@ def deep_variants(labels, architecture: str = "fmnist_cnn", lr: float = 0.01,
     if not labels:
         raise ValueError("labels is empty")
     for label in labels:
-        if label in ("FedAvg", "SCAFFOLD"):
+        if label in ("FedAvg", "SCAFFOLD", "Median", "TrimmedMean", "Krum"):
             out[label] = (label, dict(common))
         elif label == "FedProx":
             out[label] = (label, {**common, "mu": 0.01})
         elif label == "pFedMe":
             out[label] = (label, {**common, "lr": 0.05, "personal_lr": 0.05, "lam": 15.0,
                                   "model": TorchModel(architecture, momentum=0.0)})
-        elif label == "pTopoFL":
-            out[label] = (label, {**common, "augment": False, "n_clusters": 3, "n_sub": 200})
+        elif label in ("pTopoFL", "pTopoFL-CC", "pTopoFL-MA"):
+            descriptor = {"pTopoFL": "paper", "pTopoFL-CC": "class_conditional",
+                          "pTopoFL-MA": "model_anchored"}[label]
+            out[label] = ("pTopoFL", {**common, "augment": False, "n_clusters": 3, "n_sub": 200,
+                                      **({} if descriptor == "paper"
+                                         else {"descriptor": descriptor})})
         elif label == "FedTopo":
             out[label] = ("FedTopo", {**common, **fedtopo,
                                       "schedule": AlphaSchedule("smooth", **schedule)})
