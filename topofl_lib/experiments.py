@@ -25,6 +25,7 @@ from .core.containers import ATTACKS
 from .core.registry import method_names
 from .core.seeds import check_seeds
 from .data.scenarios import PROTOCOLS, make_scenario
+from .federated.client_descriptors import PTOPOFL_LABELS
 from .federated.methods import METHODS, make_method
 from .federated.metrics import convergence_round
 from .run_cache import RunCache, environment, fingerprint
@@ -887,8 +888,6 @@ def continual_experiment(
 
 
 #: Labels of pTopoFL with each descriptor option in :func:`label_aware_comparison`.
-PTOPOFL_LABELS = {"paper": "pTopoFL", "class_conditional": "pTopoFL-CC",
-                  "model_anchored": "pTopoFL-MA"}
 #: The baselines of :func:`label_aware_comparison`.
 LABEL_AWARE_BASELINES = ("FedAvg", "Median", "TrimmedMean", "Krum")
 

@@ -29,12 +29,14 @@ from tqdm.auto import tqdm
 
 from .._validation import check_int
 from ..core.seeds import check_seeds
+from ..federated.client_descriptors import PTOPOFL_LABELS
 from ..fedtopo.schedules import SCHEDULES, AlphaSchedule
 from ..fedtopo.screening import TopologyGuidedBlockScreening
 from .learner import TorchModel
 
 __all__ = ["DEEP_LABELS", "block_table", "deep_variants", "tgbs_over_seeds"]
 
+DESCRIPTOR_OF = {label: d for d, label in PTOPOFL_LABELS.items()}
 DEEP_LABELS = ("FedAvg", "FedProx", "SCAFFOLD", "pFedMe", "pTopoFL", "pTopoFL-CC",
                "pTopoFL-MA", "Median", "TrimmedMean", "Krum", "FedTopo",
                "FedTopo w/o TAL", "FedTopo[<schedule>]", "FedTopo@<block>")
@@ -77,12 +79,10 @@ def deep_variants(labels, architecture: str = "fmnist_cnn", lr: float = 0.01,
         elif label == "pFedMe":
             out[label] = (label, {**common, "lr": 0.05, "personal_lr": 0.05, "lam": 15.0,
                                   "model": TorchModel(architecture, momentum=0.0)})
-        elif label in ("pTopoFL", "pTopoFL-CC", "pTopoFL-MA"):
-            descriptor = {"pTopoFL": "paper", "pTopoFL-CC": "class_conditional",
-                          "pTopoFL-MA": "model_anchored"}[label]
+        elif label in DESCRIPTOR_OF:
             out[label] = ("pTopoFL", {**common, "augment": False, "n_clusters": 3, "n_sub": 200,
-                                      **({} if descriptor == "paper"
-                                         else {"descriptor": descriptor})})
+                                      **({} if label == "pTopoFL"  # the default descriptor
+                                         else {"descriptor": DESCRIPTOR_OF[label]})})
         elif label == "FedTopo":
             out[label] = ("FedTopo", {**common, **fedtopo,
                                       "schedule": AlphaSchedule("smooth", **schedule)})

@@ -76,6 +76,7 @@ from ..topology.model_anchored import (
 )
 
 __all__ = [
+    "PTOPOFL_LABELS",
     "ANCHORS",
     "DEFAULT_ANCHORS",
     "DEFAULT_RECLUSTER",
@@ -89,6 +90,9 @@ __all__ = [
 
 #: Names ``PTopoFL(descriptor=...)`` accepts (besides a transformer instance).
 DESCRIPTORS = ("paper", "class_conditional", "model_anchored")
+#: The method label of pTopoFL with each descriptor option (tables, claim rows, deep runs).
+PTOPOFL_LABELS = {"paper": "pTopoFL", "class_conditional": "pTopoFL-CC",
+                  "model_anchored": "pTopoFL-MA"}
 #: Which broadcast models a model-anchored descriptor is computed against.
 ANCHORS = ("clusters", "consensus")
 #: When a model-dependent descriptor re-clusters: once after the warm-up, or every round.
