@@ -120,6 +120,29 @@ def test_stored_models_are_slim(tmp_path):
         assert not [a for a in vars(est) if a.startswith("_")]
 
 
+def test_stored_models_keep_no_data_and_get_their_scenario_back(tmp_path):
+    """The files hold no ``scenario_`` (the clients' data); the models returned, fresh
+    or loaded, carry their seed's scenario again: same data, same predictions, same
+    clustering diagnostics as the unstored fit."""
+    kw = {**TINY, "methods": ["FedAvg", "pTopoFL"], "keep_models": True}
+    plain = run_comparison("healthcare", **kw)
+    fresh = run_comparison("healthcare", cache_dir=tmp_path, **kw)
+    loaded = run_comparison("healthcare", cache_dir=tmp_path, **kw)
+    for path in tmp_path.glob("*.pkl"):
+        assert not hasattr(RunCache(tmp_path).load(path.stem)["model"], "scenario_")
+    for res in (fresh, loaded):
+        for (name, seed), est in res.models.items():
+            assert est.scenario_ is res.models[("FedAvg", seed)].scenario_
+            ref = plain.models[(name, seed)]
+            assert fingerprint(est.scenario_) == fingerprint(ref.scenario_)
+            if name == "FedAvg":  # pTopoFL predicts with private state a slim model drops
+                X = ref.scenario_.clients[0].X_test
+                np.testing.assert_array_equal(est.predict_proba(X, client=0),
+                                              ref.predict_proba(X, client=0))
+        pd.testing.assert_frame_equal(experiments.clustering_diagnostics(res),
+                                      experiments.clustering_diagnostics(plain))
+
+
 # -- parallel workers ------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def digits():
