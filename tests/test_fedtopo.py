@@ -375,6 +375,21 @@ def test_deep_variants_labels():
     assert v["FedTopo w/o TAL"][1]["tal"] is False
     with pytest.raises(ValueError, match="unknown schedule 'cosine'"):
         deep_variants(["FedTopo[cosine]"])
+
+
+def test_fedtopo_at_its_default_block_is_plain_fedtopo():
+    """FedTopo@conv1 names the configuration plain FedTopo runs (block conv1 is the
+    default): the same parameters, hence the same run-store key; another block differs,
+    and a block given for every FedTopo run moves what counts as the default."""
+    from topofl_lib.run_cache import fingerprint
+
+    opts = {"fedtopo": {"tal_every": 2}, "schedule": {"loss_range": (0.1, 0.2)}}
+    v = deep_variants(["FedTopo", "FedTopo@conv1", "FedTopo@conv2"], **opts)
+    assert fingerprint(v["FedTopo@conv1"]) == fingerprint(v["FedTopo"])
+    assert fingerprint(v["FedTopo@conv2"]) != fingerprint(v["FedTopo"])
+    assert v["FedTopo@conv2"][1]["block"] == "conv2"
+    moved = deep_variants(["FedTopo", "FedTopo@conv1"], fedtopo={"block": "conv2"})
+    assert moved["FedTopo"][1]["block"] == "conv2" and moved["FedTopo@conv1"][1]["block"] == "conv1"
     with pytest.raises(ValueError, match="unknown method label"):
         deep_variants(["MOON"])
 

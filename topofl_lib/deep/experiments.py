@@ -16,11 +16,14 @@ overridden. Labels:
   their defaults;
 * ``"FedTopo"`` (Smooth-Topo), ``"FedTopo w/o TAL"``, ``"FedTopo[<schedule>]"`` for
   one of :data:`topofl_lib.fedtopo.SCHEDULES`, ``"FedTopo@<block>"`` for another
-  block.
+  block (``"FedTopo@conv1"``, the block plain ``"FedTopo"`` aligns, is the same
+  configuration as ``"FedTopo"``, with the same parameters, so the two share their
+  stored runs).
 """
 
 from __future__ import annotations
 
+import inspect
 import re
 
 import numpy as np
@@ -30,9 +33,13 @@ from tqdm.auto import tqdm
 from .._validation import check_int
 from ..core.seeds import check_seeds
 from ..federated.client_descriptors import PTOPOFL_LABELS
+from ..fedtopo.algorithm import FedTopo
 from ..fedtopo.schedules import SCHEDULES, AlphaSchedule
 from ..fedtopo.screening import TopologyGuidedBlockScreening
 from .learner import TorchModel
+
+#: The block FedTopo aligns unless told otherwise.
+_FEDTOPO_BLOCK = inspect.signature(FedTopo).parameters["block"].default
 
 __all__ = ["DEEP_LABELS", "block_table", "deep_variants", "tgbs_over_seeds"]
 
@@ -95,8 +102,12 @@ def deep_variants(labels, architecture: str = "fmnist_cnn", lr: float = 0.01,
             out[label] = ("FedTopo", {**common, **fedtopo,
                                       "schedule": AlphaSchedule(m.group(1), **schedule)})
         elif m := re.fullmatch(r"FedTopo@(\w+)", label):
-            out[label] = ("FedTopo", {**common, **fedtopo, "block": m.group(1),
-                                      "schedule": AlphaSchedule("smooth", **schedule)})
+            params = {**common, **fedtopo, "schedule": AlphaSchedule("smooth", **schedule)}
+            # the block plain "FedTopo" aligns is not spelled out: the same configuration
+            # then has the same parameters, hence the same run-store key (one run, not two)
+            if m.group(1) != params.get("block", _FEDTOPO_BLOCK):
+                params["block"] = m.group(1)
+            out[label] = ("FedTopo", params)
         else:
             raise ValueError(f"unknown method label {label!r}; expected one of "
                              f"{list(DEEP_LABELS)}")
