@@ -180,3 +180,50 @@ def test_models_asked_later_are_computed(tmp_path, monkeypatch):
     assert counting.calls == 4 and all(m is not None for m in res.models.values())
     run_comparison("healthcare", cache_dir=tmp_path, keep_models=True, **TINY)
     assert counting.calls == 4
+
+
+# -- diverged runs ---------------------------------------------------------------------
+class _Diverging:
+    """make_method whose FedProx fit on seed 1 diverges; counts the fits."""
+
+    def __init__(self):
+        self.calls, self.real = 0, experiments.make_method
+
+    def __call__(self, name, **params):
+        self.calls += 1
+        est = self.real(name, **params)
+        if name == "FedProx" and params["random_state"] == 1:
+            def fit(data):
+                raise FloatingPointError("the model client 2 returned in round 2 contains "
+                                         "3 NaN or infinite value(s)")
+            est.fit = fit
+        return est
+
+
+def test_a_diverged_run_raises_naming_method_scenario_and_seed(monkeypatch):
+    monkeypatch.setattr(experiments, "make_method", _Diverging())
+    with pytest.raises(FloatingPointError, match=r"FedProx on healthcare.*seed 1: the model "
+                                                 r"client 2.*on_divergence='record'"):
+        run_comparison("healthcare", **TINY)
+    with pytest.raises(ValueError, match="on_divergence"):
+        run_comparison("healthcare", on_divergence="skip", **TINY)
+
+
+def test_diverged_runs_are_recorded_stored_and_never_recomputed(tmp_path, monkeypatch):
+    plain = run_comparison("healthcare", **TINY)
+    fake = _Diverging()
+    monkeypatch.setattr(experiments, "make_method", fake)
+    kw = {**TINY, "cache_dir": tmp_path, "on_divergence": "record"}
+    res = run_comparison("healthcare", **kw)
+    assert list(res.diverged) == [("FedProx", 1)] and "seed 1" in res.diverged[("FedProx", 1)]
+    final = res.final.set_index(["method", "seed"])
+    assert np.isnan(final.loc[("FedProx", 1), "accuracy"])
+    assert res.curves.query("method == 'FedProx' and seed == 1")["accuracy"].isna().all()
+    others = plain.final.set_index(["method", "seed"]).drop(("FedProx", 1))
+    pd.testing.assert_series_equal(final.drop(("FedProx", 1))["auc"], others["auc"])
+    assert fake.calls == 4 and len(list(tmp_path.glob("*.pkl"))) == 4
+    again = run_comparison("healthcare", keep_models=True, **{**kw, "n_rounds": 2})
+    assert again.diverged == res.diverged and again.models[("FedProx", 1)] is None
+    assert fake.calls == 4 + 3  # the three finished runs, for their models; not the diverged
+    with pytest.raises(FloatingPointError, match="stored run diverged: FedProx"):
+        run_comparison("healthcare", cache_dir=tmp_path, **TINY)

@@ -31,6 +31,9 @@ from .federated.methods import METHODS, make_method
 from .federated.metrics import convergence_round
 from .run_cache import RunCache, environment, fingerprint
 
+#: What :func:`run_comparison` does with a run that diverges.
+DIVERGENCE = ("raise", "record")
+
 __all__ = [
     "ABLATIONS",
     "PAPER_GD_STEPS",
@@ -141,6 +144,8 @@ class ComparisonResult:
         Stored as the attributes below.
     models : dict
         Stored as ``models``.
+    diverged : dict, optional
+        Stored as ``diverged``.
 
     Attributes
     ----------
@@ -150,13 +155,19 @@ class ComparisonResult:
         Columns ``scenario, method, seed, auc, accuracy, convergence_round``: the
         last round's metrics and the first round reaching 95% of the final AUC.
     models : dict
-        ``(method, seed) -> fitted estimator`` (kept only if ``keep_models``).
+        ``(method, seed) -> fitted estimator`` (kept only if ``keep_models``; ``None``
+        for a diverged run).
+    diverged : dict
+        ``(method, seed) -> reason`` of the runs that diverged (only with
+        ``run_comparison(on_divergence="record")``; their metrics are NaN).
     """
 
-    def __init__(self, curves: pd.DataFrame, final: pd.DataFrame, models: dict):
+    def __init__(self, curves: pd.DataFrame, final: pd.DataFrame, models: dict,
+                 diverged: dict | None = None):
         self.curves = curves
         self.final = final
         self.models = models
+        self.diverged = dict(diverged or {})
 
     def summary(self, metric: str = "auc") -> pd.DataFrame:
         """Mean, std and 95% CI per method; see :func:`summarise`."""
@@ -215,6 +226,7 @@ def run_comparison(
     variants: dict | None = None,
     cache_dir=None,
     n_workers: int = 1,
+    on_divergence: str = "raise",
 ) -> ComparisonResult:
     """Run every method on ``scenario`` for each seed.
 
@@ -251,6 +263,12 @@ def run_comparison(
         Runs executed at once, each in its own process with one torch thread; the
         numbers are the same as with one worker. A callable ``scenario`` must then be
         picklable (a module-level function or a ``functools.partial`` of one).
+    on_divergence : {"raise", "record"}, default="raise"
+        What a run that diverges (NaN or infinite weights; ``FloatingPointError``) does:
+        stop the comparison with the method, scenario and seed named, or stay in the
+        result as a *diverged run*: NaN metrics in ``curves`` and ``final`` and the
+        reason in :attr:`ComparisonResult.diverged`. Diverged runs are stored like
+        finished ones; reading a stored one with ``"raise"`` raises its reason.
 
     Returns
     -------
@@ -275,6 +293,7 @@ def run_comparison(
     (['FedAvg', 'pTopoFL'], 2)
     """
     seeds = check_seeds(seeds)
+    check_choice(on_divergence, "on_divergence", DIVERGENCE)
     methods = _check_methods(methods)
     check_int(n_rounds, "n_rounds", low=1)
     check_int(n_workers, "n_workers", low=1)
@@ -304,7 +323,11 @@ def run_comparison(
         for i, (_, method, extra) in enumerate(runs):
             key = fingerprint(env, scen_key, method, extra, n_rounds, seed)
             record = cache.load(key) if key in cache else None
-            if record is not None and not (keep_models and record.get("model") is None):
+            if record is not None and record.get("diverged") and on_divergence == "raise":
+                raise FloatingPointError(f"stored run diverged: {record['diverged']} "
+                                         "(on_divergence='record' reports it)")
+            if record is not None and (record.get("diverged")
+                                       or not (keep_models and record.get("model") is None)):
                 records[(seed, i)] = record
             else:  # not stored, or stored without the model asked for now
                 todo.append((seed, i, key))
@@ -328,20 +351,23 @@ def run_comparison(
                 if built is None or built[0] != seed:
                     built = (seed, _build_scenario(scenario, scenario_params, seed))
                 _, method, extra = runs[i]
-                finish(seed, i, key, _run_one(built[1].name, built[1],
-                                              method, extra, n_rounds, seed, keep_models, slim))
+                finish(seed, i, key, _run_one(built[1].name, built[1], method, extra,
+                                              n_rounds, seed, keep_models, slim,
+                                              on_divergence))
         elif todo:
             _run_parallel(todo, runs, scenario, scenario_params, n_rounds, keep_models,
-                          n_workers, finish)
+                          n_workers, finish, on_divergence)
     finally:
         bar.close()
-    curves, final, models = [], [], {}
+    curves, final, models, diverged = [], [], {}, {}
     for seed in seeds:
         realised = None
         for i, (name, _, _) in enumerate(runs):
             rec = records[(seed, i)]
             curves.append(rec["curves"].assign(method=name)[CURVE_COLUMNS])
             final.append({**rec["final"], "method": name})
+            if rec.get("diverged"):
+                diverged[(name, seed)] = rec["diverged"]
             if keep_models:
                 model = rec.get("model")
                 if model is not None and not hasattr(model, "scenario_"):
@@ -354,7 +380,7 @@ def run_comparison(
                     model.scenario_ = realised
                 models[(name, seed)] = model
     final = pd.DataFrame(final)[FINAL_COLUMNS]
-    return ComparisonResult(pd.concat(curves, ignore_index=True), final, models)
+    return ComparisonResult(pd.concat(curves, ignore_index=True), final, models, diverged)
 
 
 CURVE_COLUMNS = ["scenario", "method", "seed", "round", "auc", "accuracy"]
@@ -379,11 +405,30 @@ def _slim(est):
 
 
 def _run_one(label: str, data, method: str, extra: dict, n_rounds: int, seed: int,
-             keep_model: bool, slim: bool) -> dict:
-    """Fit one method on one scenario realisation; the record a run leaves."""
+             keep_model: bool, slim: bool, on_divergence: str = "raise") -> dict:
+    """Fit one method on one scenario realisation; the record a run leaves.
+
+    A run that diverges (the estimator raises ``FloatingPointError``) raises again with
+    the method, scenario and seed named, or, with ``on_divergence="record"``, leaves a
+    record with NaN metrics and the reason under ``"diverged"``.
+    """
     start = time.perf_counter()
     params = {"n_rounds": n_rounds, "random_state": seed, **extra}
-    est = make_method(method, **params).fit(data)
+    try:
+        est = make_method(method, **params).fit(data)
+    except FloatingPointError as exc:
+        reason = f"{method} on {label}, seed {seed}: {exc}"
+        if on_divergence == "raise":
+            raise FloatingPointError(f"{reason} (run_comparison(on_divergence='record') "
+                                     "reports it as a diverged run instead)") from exc
+        nan = np.full(n_rounds, np.nan)
+        curves = pd.DataFrame({"scenario": label, "method": method, "seed": seed,
+                               "round": np.arange(1, n_rounds + 1), "auc": nan,
+                               "accuracy": nan})
+        final = {"scenario": label, "method": method, "seed": seed, "auc": np.nan,
+                 "accuracy": np.nan, "convergence_round": np.nan}
+        return {"curves": curves, "final": final, "model": None, "diverged": reason,
+                "seconds": time.perf_counter() - start}
     auc, acc = est.history_["auc"], est.history_["accuracy"]
     curves = pd.DataFrame({"scenario": label, "method": method, "seed": seed,
                            "round": np.arange(1, auc.size + 1), "auc": auc, "accuracy": acc})
@@ -416,17 +461,19 @@ def _worker_init(scenario, scenario_params) -> None:
     _WORKER.update(scenario=scenario, scenario_params=scenario_params, built=None)
 
 
-def _worker_run(seed: int, method: str, extra: dict, n_rounds: int, keep_model: bool):
+def _worker_run(seed: int, method: str, extra: dict, n_rounds: int, keep_model: bool,
+                on_divergence: str = "raise"):
     built = _WORKER["built"]
     if built is None or built[0] != seed:
         built = (seed, _build_scenario(_WORKER["scenario"], _WORKER["scenario_params"], seed))
         _WORKER["built"] = built
     label = built[1].name
-    return _run_one(label, built[1], method, extra, n_rounds, seed, keep_model, True)
+    return _run_one(label, built[1], method, extra, n_rounds, seed, keep_model, True,
+                    on_divergence)
 
 
 def _run_parallel(todo, runs, scenario, scenario_params, n_rounds, keep_models, n_workers,
-                  finish) -> None:
+                  finish, on_divergence: str = "raise") -> None:
     """Run ``todo`` on ``n_workers`` spawned processes; ``finish`` each as it completes."""
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -435,7 +482,8 @@ def _run_parallel(todo, runs, scenario, scenario_params, n_rounds, keep_models, 
     with ProcessPoolExecutor(n_workers, mp_context=ctx, initializer=_worker_init,
                              initargs=(scenario, scenario_params)) as pool:
         pending = {pool.submit(_worker_run, seed, runs[i][1], runs[i][2], n_rounds,
-                               keep_models): (seed, i, key) for seed, i, key in todo}
+                               keep_models, on_divergence): (seed, i, key)
+                   for seed, i, key in todo}
         try:
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
