@@ -375,6 +375,8 @@ def test_deep_variants_labels():
     assert v["FedTopo w/o TAL"][1]["tal"] is False
     with pytest.raises(ValueError, match="unknown schedule 'cosine'"):
         deep_variants(["FedTopo[cosine]"])
+    with pytest.raises(ValueError, match="unknown method label"):
+        deep_variants(["MOON"])
 
 
 def test_fedtopo_at_its_default_block_is_plain_fedtopo():
@@ -390,8 +392,6 @@ def test_fedtopo_at_its_default_block_is_plain_fedtopo():
     assert v["FedTopo@conv2"][1]["block"] == "conv2"
     moved = deep_variants(["FedTopo", "FedTopo@conv1"], fedtopo={"block": "conv2"})
     assert moved["FedTopo"][1]["block"] == "conv2" and moved["FedTopo@conv1"][1]["block"] == "conv1"
-    with pytest.raises(ValueError, match="unknown method label"):
-        deep_variants(["MOON"])
 
 
 def test_calibrate_loss_range():

@@ -414,6 +414,7 @@ def _run_one(label: str, data, method: str, extra: dict, n_rounds: int, seed: in
     """
     start = time.perf_counter()
     params = {"n_rounds": n_rounds, "random_state": seed, **extra}
+    est, reason = None, None
     try:
         est = make_method(method, **params).fit(data)
     except FloatingPointError as exc:
@@ -421,23 +422,20 @@ def _run_one(label: str, data, method: str, extra: dict, n_rounds: int, seed: in
         if on_divergence == "raise":
             raise FloatingPointError(f"{reason} (run_comparison(on_divergence='record') "
                                      "reports it as a diverged run instead)") from exc
-        nan = np.full(n_rounds, np.nan)
-        curves = pd.DataFrame({"scenario": label, "method": method, "seed": seed,
-                               "round": np.arange(1, n_rounds + 1), "auc": nan,
-                               "accuracy": nan})
-        final = {"scenario": label, "method": method, "seed": seed, "auc": np.nan,
-                 "accuracy": np.nan, "convergence_round": np.nan}
-        return {"curves": curves, "final": final, "model": None, "diverged": reason,
-                "seconds": time.perf_counter() - start}
-    auc, acc = est.history_["auc"], est.history_["accuracy"]
+    if est is None:  # diverged: NaN metrics for every round
+        auc = acc = np.full(n_rounds, np.nan)
+    else:
+        auc, acc = est.history_["auc"], est.history_["accuracy"]
     curves = pd.DataFrame({"scenario": label, "method": method, "seed": seed,
                            "round": np.arange(1, auc.size + 1), "auc": auc, "accuracy": acc})
     final = {"scenario": label, "method": method, "seed": seed, "auc": auc[-1],
              "accuracy": acc[-1],
-             "convergence_round": convergence_round(acc if np.all(np.isnan(auc)) else auc)}
-    model = (_slim(est) if slim else est) if keep_model else None
-    return {"curves": curves, "final": final, "model": model,
-            "seconds": time.perf_counter() - start}
+             "convergence_round": (np.nan if est is None else
+                                   convergence_round(acc if np.all(np.isnan(auc)) else auc))}
+    model = (_slim(est) if slim else est) if keep_model and est is not None else None
+    record = {"curves": curves, "final": final, "model": model,
+              "seconds": time.perf_counter() - start}
+    return record if reason is None else {**record, "diverged": reason}
 
 
 def _check_picklable(*objs) -> None:
