@@ -50,6 +50,21 @@ def test_claim_rows_single_seed_std_zero():
     assert claim_rows({CID: [0.8]}, "quick").iloc[0]["measured_std"] == 0.0
 
 
+def test_claim_rows_leave_out_diverged_seeds_and_say_so():
+    """A NaN (a diverged run) is left out of mean, std and n_seeds, and the note counts it."""
+    rows = claim_rows({CID: [0.7, np.nan, 0.8]}, "quick", notes={CID: "stand-in"})
+    row = rows.iloc[0]
+    assert row["measured_mean"] == pytest.approx(0.75)
+    assert row["measured_std"] == pytest.approx(np.sqrt(0.005))
+    assert row["n_seeds"] == 2
+    assert row["note"] == "stand-in; 1 of 3 seeds diverged (NaN), left out"
+    every = claim_rows({CID: [np.nan, np.nan]}, "quick").iloc[0]
+    assert np.isnan(every["measured_mean"]) and every["n_seeds"] == 0
+    assert every["note"] == "2 of 2 seeds diverged (NaN), left out"
+    with pytest.raises(ValueError, match=r"claim 'ptopofl.t1.hc.auc.fedavg' contain an infinite"):
+        claim_rows({CID: [0.7, np.inf]}, "quick")
+
+
 def test_claim_rows_unknown_id():
     """An id that is not in the claims table raises ValueError."""
     with pytest.raises(ValueError, match="unknown claim id"):

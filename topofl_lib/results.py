@@ -81,7 +81,11 @@ def claim_rows(values: Mapping[str, np.ndarray], profile: str,
 
     ``notes`` (``{claim id: text}``) marks rows measured in a different setting than the
     paper's, e.g. a stand-in dataset. Raises ``ValueError`` for an id that is not in the
-    claims table, so a typo cannot silently drop a measurement.
+    claims table, so a typo cannot silently drop a measurement. A NaN value is a seed whose
+    run diverged (:func:`~topofl_lib.experiments.run_comparison` with
+    ``on_divergence="record"``): the mean and std are over the finite values, ``n_seeds``
+    counts them, and the note says how many seeds diverged; an id whose every value is NaN
+    gets a NaN mean and ``n_seeds`` 0. An infinite value raises ``ValueError``.
 
     Parameters
     ----------
@@ -97,6 +101,12 @@ def claim_rows(values: Mapping[str, np.ndarray], profile: str,
     pandas.DataFrame
         Columns :data:`CLAIM_COLUMNS`: the mean, the standard deviation (ddof=1) and the number of
         seeds per id.
+
+    Examples
+    --------
+    >>> row = claim_rows({"fedtopo.t1.fmnist.Q.fedavg": [89.0, float("nan"), 91.0]}, "cpu")
+    >>> float(row.loc[0, "measured_mean"]), int(row.loc[0, "n_seeds"]), row.loc[0, "note"]
+    (90.0, 2, '1 of 3 seeds diverged (NaN), left out')
     """
     notes = dict(notes or {})
     known = load_paper_claims().index
@@ -105,9 +115,16 @@ def claim_rows(values: Mapping[str, np.ndarray], profile: str,
         if cid not in known:
             raise ValueError(f"unknown claim id {cid!r}; see topofl_lib/paper_claims.csv")
         v = np.asarray(v, dtype=np.float64).ravel()
-        rows.append({"id": cid, "measured_mean": v.mean(),
-                     "measured_std": v.std(ddof=1) if v.size > 1 else 0.0,
-                     "n_seeds": v.size, "profile": profile, "note": notes.get(cid, "")})
+        if np.isinf(v).any():
+            raise ValueError(f"values of claim {cid!r} contain an infinite value: {v.tolist()}")
+        finite = v[~np.isnan(v)]
+        note = notes.get(cid, "")
+        if finite.size < v.size:
+            lost = f"{v.size - finite.size} of {v.size} seeds diverged (NaN), left out"
+            note = f"{note}; {lost}" if note else lost
+        rows.append({"id": cid, "measured_mean": finite.mean() if finite.size else np.nan,
+                     "measured_std": finite.std(ddof=1) if finite.size > 1 else 0.0,
+                     "n_seeds": finite.size, "profile": profile, "note": note})
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
 
 
