@@ -1,5 +1,7 @@
 """Tests of the federated algorithms, metrics, scenarios and comparison runner."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -24,6 +26,7 @@ from topofl_lib.federated import (
     convergence_round,
     make_method,
     roc_auc,
+    scaffold_drift,
 )
 
 
@@ -55,6 +58,35 @@ def test_scaffold_server_control_is_mean_of_client_controls(benchmark):
     assert np.any(est.control_ != 0)
     np.testing.assert_allclose(est.control_, est.client_controls_.mean(axis=0),
                                rtol=1e-10, atol=1e-12)
+
+
+def test_scaffold_drift_tables_the_correction_each_client_adds(benchmark):
+    """The correction is 0 in round 1 and ||c - c_k|| later; the shift is steps * lr * it."""
+    est = Scaffold(n_rounds=3, random_state=0).fit(benchmark)
+    assert np.all(est.correction_norms_[0] == 0) and np.all(est.correction_norms_[1:] > 0)
+    assert est.coef_norms_.shape == (3,) and np.all(np.isfinite(est.coef_norms_))
+    drift = scaffold_drift(benchmark, n_rounds=3, random_state=0)
+    assert len(drift) == 3 * len(benchmark.clients) and not drift["diverged"].any()
+    np.testing.assert_array_equal(drift.pivot(index="round", columns="client",
+                                              values="correction_norm"),
+                                  est.correction_norms_)
+    n = np.array([c.n_train for c in benchmark.clients])
+    assert (drift.loc[drift["round"] == 1, "local_steps"].to_numpy()
+            == est.local_epochs * np.ceil(n / est.batch_size)).all()
+    np.testing.assert_allclose(drift["correction_shift"],
+                               drift["local_steps"] * est.lr * drift["correction_norm"])
+
+
+def test_scaffold_drift_stops_at_the_round_that_diverged(benchmark):
+    """A fit that diverges is caught: the table ends at the diverging round, marked."""
+    with pytest.raises(FloatingPointError, match=r"round (\d+)") as info:
+        Scaffold(n_rounds=20, lr=1e6, random_state=0).fit(benchmark)
+    stopped = int(re.search(r"round (\d+)", str(info.value)).group(1))
+    drift = scaffold_drift(benchmark, n_rounds=20, lr=1e6, random_state=0)
+    last = drift["round"].max()
+    assert last == stopped < 20
+    assert drift.loc[drift["round"] == last, "diverged"].all()
+    assert not drift.loc[drift["round"] < last, "diverged"].any()
 
 
 @pytest.mark.parametrize("name", list(METHODS))

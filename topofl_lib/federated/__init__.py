@@ -33,6 +33,7 @@ __all__ = [
     "intra_cluster_weights",
     "make_method",
     "roc_auc",
+    "scaffold_drift",
     "server_state",
     "trust_weights",
 ]
@@ -49,5 +50,5 @@ __getattr__, __dir__ = attach(__name__, {
     ".pfedme": ["PFedMe"],
     ".ptopofl": ["PTopoFL"],
     ".robust": ["CoordinateMedian", "Krum", "TrimmedMean"],
-    ".scaffold": ["Scaffold"],
+    ".scaffold": ["Scaffold", "scaffold_drift"],
 })

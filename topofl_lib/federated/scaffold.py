@@ -26,11 +26,12 @@ each client's full control variate" literally as the sum over clients.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from .._validation import check_choice, check_real
 from .base import FederatedAlgorithm
 
-__all__ = ["CONTROL_UPDATES", "Scaffold"]
+__all__ = ["CONTROL_UPDATES", "Scaffold", "scaffold_drift"]
 
 #: SCAFFOLD server rules for the control variate: Karimireddy et al.'s (the mean of the
 #: clients' changes), or the pTopoFL v1.0.0 code's (the sum of the clients' full variates).
@@ -38,7 +39,7 @@ CONTROL_UPDATES = ("mean_change", "add_full")
 
 
 class Scaffold(FederatedAlgorithm):
-    """SCAFFOLD with server learning rate ``server_lr`` (default 1).
+    r"""SCAFFOLD with server learning rate ``server_lr`` (default 1).
 
     Parameters
     ----------
@@ -51,6 +52,26 @@ class Scaffold(FederatedAlgorithm):
         Server rule for the control variate: ``"mean_change"`` is SCAFFOLD's (option
         II); ``"add_full"`` is the pTopoFL v1.0.0 code's (module docstring), kept to show
         what produces the paper's SCAFFOLD row, not for use.
+
+    Attributes
+    ----------
+    coef_ : ndarray
+        The global model.
+    control_ : ndarray
+        The server control variate :math:`c`.
+    client_controls_ : ndarray (n_clients, n_params)
+        The client control variates :math:`c_k`.
+    correction_norms_ : ndarray (n_rounds, n_clients)
+        :math:`\|c - c_k\|`, the correction client ``k`` adds to every local gradient in
+        each round (0 in the first; NaN for rounds not reached, e.g. after a divergence,
+        since it is filled as the rounds run).
+    local_steps_ : ndarray (n_rounds, n_clients)
+        The local SGD steps each client takes in each round (``local_epochs`` times its
+        number of mini-batches), filled likewise. Over ``s_k`` steps the correction alone
+        moves client ``k``'s model by up to ``s_k * lr / (1 - momentum) * ||c - c_k||``
+        (:func:`scaffold_drift`).
+    coef_norms_ : ndarray (n_rounds,)
+        :math:`\|w\|` of the global model at the start of each round, filled likewise.
     """
 
     name = "SCAFFOLD"
@@ -72,10 +93,17 @@ class Scaffold(FederatedAlgorithm):
         self.coef_ = w0.copy()
         self.control_ = np.zeros(w0.size)
         self.client_controls_ = np.zeros((K, w0.size))
+        self.correction_norms_ = np.full((self.n_rounds, K), np.nan)
+        self.local_steps_ = np.full((self.n_rounds, K), np.nan)
+        self.coef_norms_ = np.full(self.n_rounds, np.nan)
 
     def _round(self, r):
         w, c = self.coef_, self.control_
         K = self.n_clients_
+        self.correction_norms_[r] = np.linalg.norm(c - self.client_controls_, axis=1)
+        self.local_steps_[r] = [self.local_epochs * -(-int(self._n[k]) // self._batch(k))
+                                for k in range(K)]
+        self.coef_norms_[r] = np.linalg.norm(w)
         step = self.lr / (1.0 - self.learner_.momentum)
         local = np.empty((K, w.size))
         new_controls = np.empty_like(self.client_controls_)
@@ -92,3 +120,51 @@ class Scaffold(FederatedAlgorithm):
 
     def _client_model(self, k):
         return self.coef_
+
+
+def scaffold_drift(scenario, **params) -> pd.DataFrame:
+    r"""Fit :class:`Scaffold` and tabulate how far its correction pushes each client.
+
+    Client ``k`` adds the same vector :math:`c - c_k` to each of its :math:`s_k` local
+    gradients, so with SGD step ``lr`` and momentum ``m`` the correction alone moves its
+    model by up to :math:`s_k \cdot lr / (1 - m) \cdot \|c - c_k\|` in a round
+    (``correction_shift``; reached when the term dominates the gradient). Compared with
+    ``model_norm``, :math:`\|w\|` at the round's start, it shows whether a client with
+    many more local steps than the others is pushed off by the others' gradients. A fit
+    that diverges is caught: the table ends with the round it diverged in
+    (``diverged`` True there).
+
+    Parameters
+    ----------
+    scenario : FederatedScenario
+        The clients.
+    **params
+        :class:`Scaffold` parameters (``model``, ``lr``, ``n_rounds``, ...).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per round reached and client: ``round`` (1-based), ``client``,
+        ``n_train``, ``local_steps``, ``correction_norm``, ``correction_shift``,
+        ``model_norm``, ``diverged``.
+    """
+    est = Scaffold(**params)
+    diverged = False
+    try:
+        est.fit(scenario)
+    except FloatingPointError:
+        diverged = True
+    if not hasattr(est, "correction_norms_"):
+        raise ValueError("the fit stopped before its first round; see Scaffold.fit")
+    step = est.lr / (1.0 - est.learner_.momentum)
+    reached = int((~np.isnan(est.coef_norms_)).sum())
+    rows = []
+    for r in range(reached):
+        for k, client in enumerate(scenario.clients_at(r)):
+            norm = est.correction_norms_[r, k]
+            rows.append({"round": r + 1, "client": k, "n_train": client.n_train,
+                         "local_steps": int(est.local_steps_[r, k]), "correction_norm": norm,
+                         "correction_shift": est.local_steps_[r, k] * step * norm,
+                         "model_norm": est.coef_norms_[r],
+                         "diverged": diverged and r == reached - 1})
+    return pd.DataFrame(rows)
