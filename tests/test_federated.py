@@ -65,11 +65,14 @@ def test_scaffold_drift_tables_the_correction_each_client_adds(benchmark):
     est = Scaffold(n_rounds=3, random_state=0).fit(benchmark)
     assert np.all(est.correction_norms_[0] == 0) and np.all(est.correction_norms_[1:] > 0)
     assert est.coef_norms_.shape == (3,) and np.all(np.isfinite(est.coef_norms_))
+    est._round(3)  # stepping a fitted model on past n_rounds extends the records
+    assert est.correction_norms_.shape == est.local_steps_.shape == (4, len(benchmark.clients))
+    assert np.isfinite(est.coef_norms_).all() and est.coef_norms_.shape == (4,)
     drift = scaffold_drift(benchmark, n_rounds=3, random_state=0)
     assert len(drift) == 3 * len(benchmark.clients) and not drift["diverged"].any()
     np.testing.assert_array_equal(drift.pivot(index="round", columns="client",
                                               values="correction_norm"),
-                                  est.correction_norms_)
+                                  est.correction_norms_[:3])
     n = np.array([c.n_train for c in benchmark.clients])
     assert (drift.loc[drift["round"] == 1, "local_steps"].to_numpy()
             == est.local_epochs * np.ceil(n / est.batch_size)).all()

@@ -100,6 +100,11 @@ class Scaffold(FederatedAlgorithm):
     def _round(self, r):
         w, c = self.coef_, self.control_
         K = self.n_clients_
+        if r >= self.coef_norms_.size:  # a round past n_rounds (a fitted model stepped on)
+            extra = np.full((r + 1 - self.coef_norms_.size, K), np.nan)
+            self.correction_norms_ = np.vstack([self.correction_norms_, extra])
+            self.local_steps_ = np.vstack([self.local_steps_, extra])
+            self.coef_norms_ = np.concatenate([self.coef_norms_, extra[:, 0]])
         self.correction_norms_[r] = np.linalg.norm(c - self.client_controls_, axis=1)
         self.local_steps_[r] = [self.local_epochs * -(-int(self._n[k]) // self._batch(k))
                                 for k in range(K)]
