@@ -99,6 +99,15 @@ def test_digits_dataset_is_standardised_and_split():
     assert sub.X_train.shape[0] == 200 and np.unique(sub.y_train).size == 10
 
 
+def test_pixel_std_converts_pixel_units_to_standardised_units():
+    """pixel_std is the [0, 1]-scale spread standardisation divided by: black to white
+    (a pixel difference of 1, both present in digits) spans 1 / pixel_std units."""
+    d = load_image_dataset("digits")
+    flat = np.concatenate([d.X_train.ravel(), d.X_test.ravel()])
+    assert 0 < d.pixel_std < 1
+    assert np.isclose(flat.max() - flat.min(), 1.0 / d.pixel_std, rtol=1e-5)
+
+
 def test_missing_fashion_mnist_names_the_debian_package(tmp_path, monkeypatch):
     monkeypatch.setenv("TOPOFL_FASHION_MNIST_DIR", str(tmp_path))
     with pytest.raises(FileNotFoundError, match="dataset-fashion-mnist"):

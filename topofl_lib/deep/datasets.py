@@ -59,6 +59,10 @@ class ImageDataset:
         ``(channels, height, width)``.
     n_classes : int
         Number of classes.
+    pixel_std : float
+        The standard deviation of the training pixels on the [0, 1] scale, which
+        standardisation divided by: a spread of ``s`` on [0, 1] pixels is
+        ``s / pixel_std`` here (1.0 for data built by hand).
     """
 
     name: str
@@ -68,6 +72,7 @@ class ImageDataset:
     y_test: np.ndarray
     image_shape: tuple[int, int, int]
     n_classes: int
+    pixel_std: float = 1.0
 
 
 def _read_idx(path: Path) -> np.ndarray:
@@ -157,4 +162,5 @@ def load_image_dataset(name: str, n_train: int | None = None, n_test: int | None
         y_test=np.asarray(yte, dtype=np.int64)[ite],
         image_shape=shape,
         n_classes=10,
+        pixel_std=std,
     )
