@@ -402,7 +402,7 @@ NOTEBOOKS: dict[str, Notebook] = {
         cpu={"n_seeds": 3, "n_rounds": 5, "local_epochs": 2, "n_train": 12000,
              "n_test": 2000, "tal_every": 4, "n_val": 1000, "tgbs_pairs": 500},
         # Table C.3's protocol; 3 seeds (the paper: 5 runs), about 4 hours on 2 cores with
-        # n_workers=2 (69 runs). More seeds: n_seeds=5 (the finished runs are reused).
+        # n_workers=2 (71 runs). More seeds: n_seeds=5 (the finished runs are reused).
         paper={"n_seeds": 3, "n_rounds": 5, "local_epochs": 5, "n_train": 60000,
                "n_test": 10000, "tal_every": 1, "n_val": 1000, "tgbs_pairs": 500},
         execution=("n_workers",)),
