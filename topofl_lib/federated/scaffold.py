@@ -61,17 +61,17 @@ class Scaffold(FederatedAlgorithm):
         The server control variate :math:`c`.
     client_controls_ : ndarray (n_clients, n_params)
         The client control variates :math:`c_k`.
-    correction_norms_ : ndarray (n_rounds, n_clients)
-        :math:`\|c - c_k\|`, the correction client ``k`` adds to every local gradient in
-        each round (0 in the first; NaN for rounds not reached, e.g. after a divergence,
-        since it is filled as the rounds run).
-    local_steps_ : ndarray (n_rounds, n_clients)
-        The local SGD steps each client takes in each round (``local_epochs`` times its
-        number of mini-batches), filled likewise. Over ``s_k`` steps the correction alone
-        moves client ``k``'s model by up to ``s_k * lr / (1 - momentum) * ||c - c_k||``
+    correction_norms_ : list of ndarray (n_clients,)
+        One entry per round started: :math:`\|c - c_k\|`, the correction client ``k``
+        adds to every local gradient in that round (0 in the first). Appended as the
+        rounds start, so a fit that diverged keeps the rounds it reached.
+    local_steps_ : list of ndarray (n_clients,)
+        Likewise, the local SGD steps each client takes in the round (``local_epochs``
+        times its number of mini-batches). Over ``s_k`` steps the correction alone moves
+        client ``k``'s model by up to ``s_k * lr / (1 - momentum) * ||c - c_k||``
         (:func:`scaffold_drift`).
-    coef_norms_ : ndarray (n_rounds,)
-        :math:`\|w\|` of the global model at the start of each round, filled likewise.
+    coef_norms_ : list of float
+        Likewise, :math:`\|w\|` of the global model at the start of the round.
     """
 
     name = "SCAFFOLD"
@@ -93,22 +93,15 @@ class Scaffold(FederatedAlgorithm):
         self.coef_ = w0.copy()
         self.control_ = np.zeros(w0.size)
         self.client_controls_ = np.zeros((K, w0.size))
-        self.correction_norms_ = np.full((self.n_rounds, K), np.nan)
-        self.local_steps_ = np.full((self.n_rounds, K), np.nan)
-        self.coef_norms_ = np.full(self.n_rounds, np.nan)
+        self.correction_norms_, self.local_steps_, self.coef_norms_ = [], [], []
 
     def _round(self, r):
         w, c = self.coef_, self.control_
         K = self.n_clients_
-        if r >= self.coef_norms_.size:  # a round past n_rounds (a fitted model stepped on)
-            extra = np.full((r + 1 - self.coef_norms_.size, K), np.nan)
-            self.correction_norms_ = np.vstack([self.correction_norms_, extra])
-            self.local_steps_ = np.vstack([self.local_steps_, extra])
-            self.coef_norms_ = np.concatenate([self.coef_norms_, extra[:, 0]])
-        self.correction_norms_[r] = np.linalg.norm(c - self.client_controls_, axis=1)
-        self.local_steps_[r] = [self.local_epochs * -(-int(self._n[k]) // self._batch(k))
-                                for k in range(K)]
-        self.coef_norms_[r] = np.linalg.norm(w)
+        self.correction_norms_.append(np.linalg.norm(c - self.client_controls_, axis=1))
+        self.local_steps_.append(np.array([self.local_epochs * -(-int(self._n[k]) // self._batch(k))
+                                           for k in range(K)]))
+        self.coef_norms_.append(float(np.linalg.norm(w)))
         step = self.lr / (1.0 - self.learner_.momentum)
         local = np.empty((K, w.size))
         new_controls = np.empty_like(self.client_controls_)
@@ -162,14 +155,14 @@ def scaffold_drift(scenario, **params) -> pd.DataFrame:
     if not hasattr(est, "correction_norms_"):
         raise ValueError("the fit stopped before its first round; see Scaffold.fit")
     step = est.lr / (1.0 - est.learner_.momentum)
-    reached = int((~np.isnan(est.coef_norms_)).sum())
+    reached = len(est.coef_norms_)
     rows = []
     for r in range(reached):
         for k, client in enumerate(scenario.clients_at(r)):
-            norm = est.correction_norms_[r, k]
+            norm = est.correction_norms_[r][k]
             rows.append({"round": r + 1, "client": k, "n_train": client.n_train,
-                         "local_steps": int(est.local_steps_[r, k]), "correction_norm": norm,
-                         "correction_shift": est.local_steps_[r, k] * step * norm,
+                         "local_steps": int(est.local_steps_[r][k]), "correction_norm": norm,
+                         "correction_shift": est.local_steps_[r][k] * step * norm,
                          "model_norm": est.coef_norms_[r],
                          "diverged": diverged and r == reached - 1})
     return pd.DataFrame(rows)
