@@ -323,6 +323,144 @@ def test_cli_insecure_warns(monkeypatch, capsys):
     assert calls[-1][1] == {"secure": True} and capsys.readouterr().err == ""
 
 
+BIG_SEED = "99999999999999999999999"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--seed", BIG_SEED], f"argument --seed: must be <= 2147483646, got {BIG_SEED}"),
+    (["--rounds", "10001"], "argument --rounds: must be <= 10000, got 10001"),
+    (["--workdir", "{file}"], "argument --workdir: '{file}' is not a folder"),
+    (["--workdir", "{file}/sub"],
+     "argument --workdir: '{file}/sub' cannot be created: {file} is not a folder"),
+    (["--workdir", ""], "argument --workdir: must be a folder, got an empty path"),
+    pytest.param(["--workdir", "{locked}/sub"],
+                 "argument --workdir: '{locked}/sub' cannot be created: {locked} is not writable",
+                 marks=pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")),
+])
+def test_cli_refuses_every_bad_argument_in_one_line(tmp_path, capsys, monkeypatch, args,
+                                                    message):
+    """Issue #23: one line, exit status 2, before anything is written or started (a seed
+    too big for numpy/torch used to start the federation, then fail in a traceback)."""
+    import topofl_lib.flower.demo as demo
+    from topofl_lib.reproduce import main
+
+    started = []
+    monkeypatch.setattr(demo, "flower_demo", lambda *a, **k: started.append(a))
+    file, locked = tmp_path / "a-file", tmp_path / "locked"
+    file.write_text("kept")
+    locked.mkdir(mode=0o500)
+    names = {"file": file, "locked": locked}
+    with pytest.raises(SystemExit) as exit_:  # the last --workdir is the one used
+        main(["flower", "--workdir", str(tmp_path / "w"), *(a.format(**names) for a in args)])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"python -m topofl_lib flower: error: {message.format(**names)}")
+    assert started == [] and sorted(tmp_path.iterdir()) == [file, locked]
+    assert file.read_text() == "kept" and list(locked.iterdir()) == []
+
+
+@pytest.mark.parametrize("option", ["--seed", "--workdir"])
+def test_cli_exit_status_is_2(tmp_path, option):
+    """The two commands of issue #23, as a user runs them (``python -m topofl_lib``)."""
+    file = tmp_path / "a-file"
+    file.write_text("kept")
+    value = BIG_SEED if option == "--seed" else str(file)
+    out = subprocess.run([sys.executable, "-m", "topofl_lib", "flower", option, value],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1
+    assert out.stderr.startswith(f"python -m topofl_lib flower: error: argument {option}: ")
+    assert value in out.stderr and sorted(tmp_path.iterdir()) == [file]  # no build/flower
+
+
+def test_cli_without_flower_says_so_in_one_line(tmp_path, capsys, monkeypatch):
+    import topofl_lib.flower.demo as demo
+    from topofl_lib.reproduce import main
+
+    started = []
+    monkeypatch.setattr(demo, "flower_demo", lambda *a, **k: started.append(a))
+    monkeypatch.setitem(sys.modules, "flwr", None)  # find_spec("flwr") finds nothing
+    with pytest.raises(SystemExit) as exit_:
+        main(["flower", "--insecure", "--workdir", str(tmp_path / "w")])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == ("python -m topofl_lib flower: error: flwr is not "
+                                       "installed: pip install -e .[flower]\n")
+    assert started == [] and list(tmp_path.iterdir()) == []
+
+
+def test_flower_demo_checks_before_writing(tmp_path):
+    from topofl_lib.flower.demo import flower_demo
+
+    file, workdir = tmp_path / "a-file", tmp_path / "w"
+    file.write_text("kept")
+    with pytest.raises(ValueError, match=f"seed must be <= 2147483646, got {BIG_SEED}"):
+        flower_demo(seed=int(BIG_SEED), workdir=workdir)
+    with pytest.raises(ValueError, match="rounds must be <= 10000, got 1000000000000"):
+        flower_demo(rounds=10**12, workdir=workdir)
+    with pytest.raises(TypeError, match="secure must be True or False, got 'no'"):
+        flower_demo(secure="no", workdir=workdir)
+    with pytest.raises(ValueError, match=f"workdir '{file}' is not a folder"):
+        flower_demo(workdir=file)
+    with pytest.raises(TypeError, match="workdir must be a path, got 3"):
+        flower_demo(workdir=3)
+    assert sorted(tmp_path.iterdir()) == [file] and file.read_text() == "kept"
+
+
+@needs_flower
+def test_local_federation_checks_its_workdir(tmp_path):
+    from topofl_lib.flower import LocalFederation
+
+    data = tmp_path / "client_0.npz"
+    data.write_bytes(b"")
+    with pytest.raises(ValueError, match=f"workdir '{data}/fed' cannot be created: {data} "
+                                         "is not a folder"):
+        LocalFederation([data], data / "fed")
+    with pytest.raises(TypeError, match="secure must be True or False, got 'yes'"):
+        LocalFederation([data], tmp_path / "fed", secure="yes")
+    assert list(tmp_path.iterdir()) == [data]
+
+
+@needs_flower
+def test_secrets_and_private_keys_are_created_private(tmp_path, monkeypatch):
+    """Issue #23: every secret and private key is created with mode 0600 (never chmod-ed
+    after being written with a wider mode); a leftover secret that others can read is
+    replaced, a private one kept."""
+    from topofl_lib.flower import LocalFederation
+    from topofl_lib.flower.security import make_node_key, make_tls
+
+    def no_chmod(*args, **kwargs):
+        raise AssertionError(f"chmod{args}: a file was created with another mode first")
+
+    data = tmp_path / "client_0.npz"
+    data.write_bytes(b"")
+    with pytest.warns(UserWarning, match="secure=False"):
+        fed = LocalFederation([data, data], tmp_path / "fed", secure=False)
+    leftover = tmp_path / "fed" / "nodes" / "1" / "superexec.secret"
+    leftover.parent.mkdir(parents=True)
+    leftover.write_text("readable by everyone")
+    monkeypatch.setattr(os, "chmod", no_chmod)
+    monkeypatch.setattr(Path, "chmod", no_chmod)
+    umask = os.umask(0o022)  # a file created 0644 and chmod-ed later would show it
+    try:
+        leftover_mode = stat.S_IMODE(leftover.stat().st_mode)
+        args = [fed.node_args(k) for k in (0, 1)]
+        tls = make_tls(tmp_path / "credentials")
+        private, public = make_node_key(tmp_path / "credentials", "node_0")
+    finally:
+        os.umask(umask)
+    secrets = [Path(a[a.index("--superexec-auth-secret-file") + 1]) for a in args]
+    assert secrets[1] == leftover and leftover_mode & 0o044
+    for path in (*secrets, tls.key, private):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    for path in (tls.ca, tls.cert, public):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644, path
+    values = [p.read_text() for p in secrets]
+    assert all(len(bytes.fromhex(v)) == 32 for v in values) and values[0] != values[1]
+    fed.node_args(0)  # a node restarted keeps its (private) secret
+    assert secrets[0].read_text() == values[0]
+
+
 @needs_flower
 def test_client_app_imports_only_what_it_needs():
     code = ("import sys, topofl_lib.flower.client_app as c; print(sorted(m for m in sys.modules"
@@ -425,6 +563,24 @@ def test_only_registered_supernodes_trusting_the_ca_get_in(secure_federation, tm
             socket.create_connection(("127.0.0.1", fed.port), timeout=10),
             server_hostname="127.0.0.1") as sock:
         assert sock.version() in ("TLSv1.2", "TLSv1.3")
+
+
+@needs_flower
+def test_secure_federation_starts_every_time(healthcare_files, tmp_path):
+    """Issue #23: 20 starts in a row of a secure federation, of two SuperNodes and of one
+    in turn, and every node connects each time (the federation used to read a node's
+    log before the forked node had created it: FileNotFoundError, with one node at every
+    start on a 2-core machine).
+    No rounds: the start is what raced."""
+    from topofl_lib.flower import LocalFederation
+
+    _, paths = healthcare_files
+    for i in range(20):
+        n_nodes = 2 - i % 2
+        with LocalFederation(paths[:n_nodes], tmp_path / str(i)) as fed:
+            ids = {fed.wait_node(k, 1) for k in range(n_nodes)}
+        assert len(ids) == n_nodes
+        assert all(p.poll() is not None for p in fed.processes)  # all stopped
 
 
 @needs_flower

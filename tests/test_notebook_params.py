@@ -16,6 +16,7 @@ from topofl_lib.notebook_params import (
     Notebook,
     Real,
     notebook_parameters,
+    parameters_cell,
 )
 from topofl_lib.outputs import atomic_path, output_dirs, write_text_atomic
 
@@ -204,3 +205,103 @@ def test_parameters_cell_comment_names_every_profile(name):
     source = _code_cells(name)[0].source
     comments = " ".join(line for line in source.splitlines() if line.lstrip().startswith("#"))
     assert [p for p in PROFILES if not re.search(rf"\b{p}\b", comments)] == []
+
+
+# -- issue 23: writes outside where they belong, parameters papermill would drop ---------
+
+
+def test_output_inside_or_linked_to_a_published_folder_is_refused(tmp_path, monkeypatch):
+    """By real path: a published folder, a folder inside one, or links to them."""
+    monkeypatch.delenv("TOPOFL_OUTPUT_DIR", raising=False)
+    for bad in (REPO / "results", REPO / "figures", REPO / "results" / "claims" / "x"):
+        with pytest.raises(ValueError, match=rf"output_dir = '{bad}' would write into the "
+                                             rf"published folder {REPO}/(results|figures)"):
+            notebook_parameters("robustness", output_dir=bad)
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "results").symlink_to(REPO / "results")
+    (linked / "figures").symlink_to(REPO / "figures")
+    with pytest.raises(ValueError, match=rf"published folder {REPO}/figures .*real path "
+                                         rf"{REPO}/figures"):
+        output_dirs(linked)
+    (linked / "figures").unlink()
+    with pytest.raises(ValueError, match=rf"published folder {REPO}/results"):
+        output_dirs(linked)
+    monkeypatch.setenv("TOPOFL_OUTPUT_DIR", str(linked))
+    with pytest.raises(ValueError, match=r"\$TOPOFL_OUTPUT_DIR"):
+        output_dirs()
+
+
+def test_write_claims_refuses_a_published_folder_by_real_path(tmp_path, monkeypatch):
+    """A results folder linked to the published one after the check: write_claims refuses
+    it, so a notebook cannot overwrite results/claims/ (a stand-in checkout here)."""
+    from topofl_lib.results import claim_rows, write_claims
+
+    checkout = tmp_path / "checkout"
+    (checkout / "topofl_lib").mkdir(parents=True)
+    (checkout / "pyproject.toml").write_text("")
+    published = checkout / "results" / "claims"
+    published.mkdir(parents=True)
+    (published / "robustness.csv").write_text("published rows\n")
+    monkeypatch.chdir(checkout)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results").symlink_to(checkout / "results")
+    rows = claim_rows({"ptopofl.robust.50.ptopofl": [0.5]}, "quick")
+    with pytest.raises(ValueError, match=rf"write_claims would write into the published folder "
+                                         rf"{checkout}/results"):
+        write_claims(rows, out / "results", "robustness")
+    assert (published / "robustness.csv").read_text() == "published rows\n"
+    assert [p.name for p in published.iterdir()] == ["robustness.csv"]
+    assert write_claims(rows, tmp_path / "elsewhere", "robustness").exists()
+
+
+def _papermill(notebook: Path, params, tmp_path, monkeypatch):
+    """Run ``notebook`` (cwd notebooks/) under papermill; the error it fails with."""
+    monkeypatch.setenv("TOPOFL_OUTPUT_DIR", str(tmp_path / "env_out"))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    with pytest.raises(pm.PapermillExecutionError) as err:
+        pm.execute_notebook(str(notebook), str(tmp_path / "executed.ipynb"),
+                            parameters=params, cwd=str(REPO / "notebooks"), progress_bar=False)
+    assert not (tmp_path / "env_out").exists() and not (tmp_path / "mine").exists()
+    return err.value
+
+
+def test_papermill_unknown_parameter_fails_naming_it_and_the_known_ones(tmp_path, monkeypatch):
+    """`-p n_seed 1` (misspelt): papermill only warns; the parameter check refuses it."""
+    err = _papermill(REPO / "notebooks" / "continual_drift.ipynb",
+                     {"n_seed": 1, "n_rounds": 12}, tmp_path, monkeypatch)
+    assert err.ename == "TypeError"
+    assert err.evalue == (
+        "papermill passed parameter(s) ['n_seed'], which 'continual_drift' does not have "
+        "(misspelt?); its parameters are ['drift_threshold', 'n_rounds', 'n_seeds', "
+        "'output_dir', 'profile']")
+
+
+def test_papermill_parameters_overwritten_by_an_untagged_cell_fail(tmp_path, monkeypatch):
+    """A parameters cell without its tag runs after papermill's values and resets them to
+    None: the check says so before anything is written (before: the profile's values ran
+    and wrote to the default folder)."""
+    nb = nbformat.read(REPO / "notebooks" / "continual_drift.ipynb", as_version=4)
+    first = next(c for c in nb.cells if c.cell_type == "code")
+    first.metadata["tags"] = []
+    untagged = tmp_path / "continual_drift.ipynb"
+    nbformat.write(nb, untagged)
+    err = _papermill(untagged, {"n_seeds": 1, "output_dir": str(tmp_path / "mine")},
+                     tmp_path, monkeypatch)
+    assert err.ename == "ValueError"
+    assert err.evalue.startswith("['n_seeds', 'output_dir'] passed to papermill were set again "
+                                 "by a later cell before this check")
+    assert "lost its 'parameters' tag" in err.evalue
+    with pytest.raises(ValueError, match=r"has 0 code cells tagged 'parameters'"):
+        parameters_cell(untagged)
+
+
+def test_parameters_cell_of_every_notebook_takes_what_reproduce_passes():
+    """Each registered notebook has one parameters cell setting profile, output_dir and its
+    execution parameters (what reproduce passes)."""
+    for name, notebook in NOTEBOOKS.items():
+        names = parameters_cell(REPO / "notebooks" / f"{name}.ipynb",
+                                ["profile", "output_dir", *notebook.execution])
+        assert names == {"profile", "output_dir", *notebook.spec, *notebook.execution}

@@ -6,6 +6,7 @@ notebook reads ``value.txt`` and writes two figures, the shared ``plotly.min.js`
 claim row; flag files make it hang (after writing its figures) or fail.
 """
 
+import hashlib
 import importlib.metadata
 import json
 import os
@@ -141,9 +142,12 @@ def test_publish_then_quick_never_touches_published(repo):
     assert (repo / "figures" / "tiny_a.png").read_text() == "tiny_a 1.0 cpu"
     assert (repo / "results" / "notebooks" / "tiny_b.ipynb").exists()
     manifest = json.loads((repo / "results" / "manifest.json").read_text())
+    claim_file = repo / "results" / "claims" / "tiny_a.csv"
     assert manifest["tiny_a"] == {"profile": "cpu", "files": [
         "figures/tiny_a.html", "figures/tiny_a.png", "results/claims/tiny_a.csv",
-        "results/notebooks/tiny_a.ipynb"]}
+        "results/notebooks/tiny_a.ipynb"], "claims": {
+        "file": "results/claims/tiny_a.csv", "rows": 1, "ids": [CLAIMS["tiny_a"]],
+        "sha256": hashlib.sha256(claim_file.read_bytes()).hexdigest()}}
     assert not list((repo / "build" / "reproduce" / "staging").iterdir())
     environment = json.loads((repo / "results" / "environment.json").read_text())
     assert sorted(environment["notebooks"]) == ["tiny_a", "tiny_b"]
@@ -420,7 +424,7 @@ def test_oversized_notebook_publishes_nothing(repo, monkeypatch):
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys):
-    """A bad argument or a missing notebooks folder: one error line, no traceback."""
+    """A bad argument or a missing notebooks folder: one error line, no traceback, status 2."""
     with pytest.raises(SystemExit) as exit_:
         main(["reproduce", "--profile", "fast"])
     err = capsys.readouterr().err
@@ -429,6 +433,91 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     code = main(["reproduce", "--profile", "quick", "--notebooks-dir", str(tmp_path / "nope"),
                  "--output-dir", str(tmp_path)])
     err = capsys.readouterr().err
-    assert code == 1 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert err.startswith("error: notebook(s)") and "nope" in err
     assert not (tmp_path / "build").exists()
+
+
+# -- issue 23 --------------------------------------------------------------------------
+
+
+def test_damaged_published_claim_file_refuses_before_running(repo, capsys, monkeypatch):
+    """A published claim file cut short stops a run of another notebook before anything
+    runs (exit 2, one line naming it and the remedies); run on its own, its notebook
+    re-publishes it."""
+    run(repo, "cpu")
+    capsys.readouterr()
+    path = repo / "results" / "claims" / "tiny_b.csv"
+    data = path.read_bytes()
+    path.write_bytes(data[: int(0.6 * len(data))])
+    before = published(repo)
+    monkeypatch.setattr("topofl_lib.reproduce.NOTEBOOKS", REGISTRY)
+    args = ["reproduce", "--profile", "cpu", "--notebooks-dir", str(repo / "notebooks"),
+            "--output-dir", str(repo)]
+    assert main([*args, "--only", "tiny_a"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and err.startswith(f"error: {path}")
+    assert f"git checkout -- {path}" in err and "--only tiny_b" in err
+    assert published(repo) == before
+    assert not list((repo / "build" / "reproduce" / "staging").iterdir())  # nothing ran
+    assert main([*args, "--only", "tiny_a", "tiny_b"]) == 2  # not on its own: refused too
+    assert main([*args, "--only", "tiny_b"]) == 0
+    assert path.read_bytes() == data
+    assert_consistent_summary(repo)
+
+
+def test_journal_outside_the_published_folders_is_refused(repo, capsys, monkeypatch):
+    """A journal asking to remove ../some_file: reproduce refuses it whole, naming it."""
+    victim = repo.parent / "some_file"
+    victim.write_text("precious")
+    journal = repo / "build" / "reproduce" / "journal-published.json"
+    journal.parent.mkdir(parents=True)
+    journal.write_text(json.dumps({"notebook": "tiny_a", "moves": [],
+                                   "remove": ["../some_file"], "results": "results"}))
+    monkeypatch.setattr("topofl_lib.reproduce.NOTEBOOKS", REGISTRY)
+    assert main(["reproduce", "--profile", "cpu", "--notebooks-dir", str(repo / "notebooks"),
+                 "--output-dir", str(repo)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert f"the publish journal {journal} removes '../some_file', outside" in err
+    assert victim.read_text() == "precious" and journal.exists()
+    assert not (repo / "results").exists()
+
+
+def test_notebook_without_a_usable_parameters_cell_is_refused_first(repo):
+    """No cell tagged parameters (papermill would inject above it) or a parameters cell that
+    lacks output_dir: refused, naming the notebook, before anything is written."""
+    path = repo / "notebooks" / "tiny_a.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[0].metadata["tags"] = []
+    nbformat.write(nb, path)
+    with pytest.raises(ValueError, match=r"tiny_a.ipynb has 0 code cells tagged 'parameters'"):
+        run(repo, "cpu")
+    nb.cells[0].metadata["tags"] = ["parameters"]
+    nb.cells[0].source = 'profile = "quick"'
+    nbformat.write(nb, path)
+    with pytest.raises(ValueError, match=r"tiny_a.ipynb: its parameters cell does not set "
+                                         r"\['output_dir'\]"):
+        run(repo, "quick")
+    assert not (repo / "build").exists() and not (repo / "results").exists()
+
+
+def test_cli_bad_workers_or_kernel_exit_2_before_anything(repo, capsys, monkeypatch):
+    """--workers 0 and an unknown --kernel: one line, status 2, nothing written or started;
+    a notebook that fails once started: status 1."""
+    monkeypatch.setattr("topofl_lib.reproduce.NOTEBOOKS", REGISTRY)
+    args = ["reproduce", "--profile", "cpu", "--notebooks-dir", str(repo / "notebooks"),
+            "--output-dir", str(repo)]
+    with pytest.raises(SystemExit) as exit_:
+        main([*args, "--workers", "0"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert "argument --workers: must be >= 1, got 0" in err
+    assert main([*args, "--kernel", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert err.startswith("error: unknown kernel 'nope'; installed kernels: [")
+    assert not (repo / "build").exists() and not (repo / "results").exists()
+    (repo / "notebooks" / "tiny_a.fail").touch()
+    assert main([*args, "--only", "tiny_a"]) == 1
+    assert "'tiny_a' failed" in capsys.readouterr().err

@@ -16,6 +16,7 @@ from topofl_lib.reproduce import reproduce, resolve_profile
 from topofl_lib.results import (
     CLAIM_COLUMNS,
     NOT_RUN,
+    ClaimFileError,
     ablation_claim_values,
     claim_rows,
     collect_claims,
@@ -24,6 +25,7 @@ from topofl_lib.results import (
     deep_claim_values,
     fedtopo_claim_values,
     load_paper_claims,
+    read_claim_file,
     robustness_claim_values,
     table1_claim_values,
     write_claims,
@@ -86,6 +88,41 @@ def test_write_and_collect_round_trip(tmp_path):
     assert got.loc[CID, "measured_std"] == pytest.approx(np.sqrt(0.005), rel=1e-5)
     assert got.loc[later, "n_seeds"] == 3
     assert got.loc[later, "profile"] == "quick"
+
+
+GOOD = ("id,measured_mean,measured_std,n_seeds,profile,note\n"
+        f"{CID},0.75,0.0707107,2,cpu,\n"
+        "ptopofl.t1.hc.auc.fedprox,,0,0,cpu,\"2 of 2 seeds diverged (NaN), left out\"\n")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("", "is empty"),
+    ('id,measured_mean\n"a,1\n', "cannot be read as CSV"),
+    (GOOD.replace("measured_mean,", ""), r"\['measured_mean'\] missing"),
+    (GOOD.replace(",note", ",notes"), r"\['notes'\] unknown"),
+    (GOOD + f"{CID},0.8,0.1,2,cpu,\n", r"id repeats an earlier row's at line 4 \(id 'ptopofl"),
+    (GOOD + ",0.8,0.1,2,cpu,\n", "id is empty at line 4"),
+    (GOOD + "ptopofl.t1.hc.auc.pfedme,0.8,0.1,1", r"profile is empty at line 4"),
+    (GOOD + "ptopofl.t1.hc.auc.pfedme,0.8,0.1,2.5,cpu,\n", r"n_seeds is not a whole number"),
+    (GOOD + "ptopofl.t1.hc.auc.pfedme,high,0.1,2,cpu,\n", "measured_mean is not a number"),
+    (GOOD + "ptopofl.t1.hc.auc.pfedme,0.8,-1,2,cpu,\n", r"measured_std is not a finite number"),
+    (GOOD + "ptopofl.t1.hc.auc.pfedme,,0.1,2,cpu,\n",
+     "measured_mean is empty or infinite while n_seeds > 0 at line 4"),
+])
+def test_read_claim_file_names_the_file_and_the_fault(tmp_path, text, message):
+    """A claim file cut short, emptied, or with a wrong column or value is refused, naming
+    the file and the fault; collect_claims (the summary's source) refuses it too."""
+    path = tmp_path / "claims" / "x.csv"
+    path.parent.mkdir()
+    path.write_text(GOOD)
+    rows = read_claim_file(path)
+    assert list(rows.columns) == CLAIM_COLUMNS and len(rows) == 2  # NaN mean with 0 seeds
+    path.write_text(text)
+    with pytest.raises(ClaimFileError, match=message) as err:
+        read_claim_file(path)
+    assert str(path) in str(err.value)
+    with pytest.raises(ClaimFileError, match=message):
+        collect_claims(tmp_path)
 
 
 def test_collect_claims_empty(tmp_path):

@@ -10,7 +10,7 @@ import topofl_lib.experiments as experiments
 from topofl_lib.data.scenarios import Client
 from topofl_lib.deep import TorchModel, deep_variants, load_image_dataset
 from topofl_lib.experiments import run_comparison
-from topofl_lib.run_cache import RunCache, default_cache_dir, fingerprint
+from topofl_lib.run_cache import DamagedRunError, RunCache, default_cache_dir, fingerprint
 
 TINY = {"seeds": range(2), "methods": ["FedAvg", "FedProx"], "n_rounds": 2,
         "scenario_params": {"n_clients": 4, "n_adversarial": 1}, "progress": False}
@@ -72,19 +72,27 @@ def test_default_cache_dir(monkeypatch, tmp_path):
         default_cache_dir("fedtopo", "")
 
 
+K1, K2 = "1" * 64, "2" * 64
+
+
+def _record(**extra):
+    curves = pd.DataFrame({"round": [1], "auc": [0.5], "accuracy": [0.5]})
+    return {"curves": curves, "final": {"auc": 0.5}, "seconds": 1.0, **extra}
+
+
 def test_store_is_atomic(tmp_path, monkeypatch):
     cache = RunCache(tmp_path / "runs")
-    cache.store("k1", {"final": 1})
-    assert cache.load("k1") == {"final": 1, "key": "k1"} and "k1" in cache
+    cache.store(K1, _record())
+    assert cache.load(K1)["final"] == {"auc": 0.5} and K1 in cache
 
-    def broken_dump(*args, **kwargs):
+    def broken_savez(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr("topofl_lib.run_cache.pickle.dump", broken_dump)
+    monkeypatch.setattr("topofl_lib.storage.np.savez", broken_savez)
     with pytest.raises(OSError, match="disk full"):
-        cache.store("k2", {"final": 2})
-    assert "k2" not in cache
-    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["k1.pkl"]  # no temp
+        cache.store(K2, _record())
+    assert K2 not in cache
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [f"{K1}.npz"]  # no temp
 
 
 # -- resuming --------------------------------------------------------------------------
@@ -94,7 +102,7 @@ def test_interrupted_comparison_resumes_without_recomputing(tmp_path, monkeypatc
     monkeypatch.setattr(experiments, "make_method", first)
     with pytest.raises(RuntimeError, match="interrupted"):
         run_comparison("healthcare", cache_dir=tmp_path, **TINY)
-    assert len(list(tmp_path.glob("*.pkl"))) == 2  # the two runs that finished
+    assert len(list(tmp_path.glob("*.npz"))) == 2  # the two runs that finished
     again = _Counting()
     monkeypatch.setattr(experiments, "make_method", again)
     resumed = run_comparison("healthcare", cache_dir=tmp_path, **TINY)
@@ -128,7 +136,7 @@ def test_stored_models_keep_no_data_and_get_their_scenario_back(tmp_path):
     plain = run_comparison("healthcare", **kw)
     fresh = run_comparison("healthcare", cache_dir=tmp_path, **kw)
     loaded = run_comparison("healthcare", cache_dir=tmp_path, **kw)
-    for path in tmp_path.glob("*.pkl"):
+    for path in tmp_path.glob("*.npz"):
         assert not hasattr(RunCache(tmp_path).load(path.stem)["model"], "scenario_")
     for res in (fresh, loaded):
         for (name, seed), est in res.models.items():
@@ -161,7 +169,7 @@ def test_two_workers_give_the_same_numbers(digits, tmp_path):
     one = run_comparison("image", **kw)
     two = run_comparison("image", n_workers=2, cache_dir=tmp_path, **kw)
     _same(one, two)
-    assert len(list(tmp_path.glob("*.pkl"))) == 6
+    assert len(list(tmp_path.glob("*.npz"))) == 6
     assert not one.final["accuracy"].isna().any()
 
 
@@ -221,9 +229,138 @@ def test_diverged_runs_are_recorded_stored_and_never_recomputed(tmp_path, monkey
     assert res.curves.query("method == 'FedProx' and seed == 1")["accuracy"].isna().all()
     others = plain.final.set_index(["method", "seed"]).drop(("FedProx", 1))
     pd.testing.assert_series_equal(final.drop(("FedProx", 1))["auc"], others["auc"])
-    assert fake.calls == 4 and len(list(tmp_path.glob("*.pkl"))) == 4
+    assert fake.calls == 4 and len(list(tmp_path.glob("*.npz"))) == 4
     again = run_comparison("healthcare", keep_models=True, **{**kw, "n_rounds": 2})
     assert again.diverged == res.diverged and again.models[("FedProx", 1)] is None
     assert fake.calls == 4 + 3  # the three finished runs, for their models; not the diverged
     with pytest.raises(FloatingPointError, match="stored run diverged: FedProx"):
         run_comparison("healthcare", cache_dir=tmp_path, **TINY)
+
+
+# -- data only: tampered, damaged and legacy files -------------------------------------
+class _Payload:
+    """Unpickling this writes ``marker``: proof that a file executed code."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def _run_keys(tmp_path, kw):
+    run_comparison("healthcare", cache_dir=tmp_path, **kw)
+    return sorted(p.stem for p in tmp_path.glob("*.npz"))
+
+
+ONE = {**TINY, "seeds": [0], "methods": ["FedAvg"]}
+
+
+@pytest.mark.parametrize("where", ["npz", "pkl"])
+def test_a_planted_pickle_is_never_executed(tmp_path, where):
+    """A pickle payload at a run's key, as ``<key>.npz`` (the file the store reads) or as
+    the old ``<key>.pkl``: refused (or ignored, with a warning), never executed."""
+    import pickle
+
+    store, marker = tmp_path / "runs", tmp_path / "pwned"
+    (key,) = _run_keys(store, ONE)
+    payload = pickle.dumps(_Payload(marker))
+    if where == "npz":
+        (store / f"{key}.npz").write_bytes(payload)
+        with pytest.raises(DamagedRunError, match=rf"{key}\.npz: not a topofl-data/1 file.*"
+                                                  r"on_damaged='recompute'"):
+            run_comparison("healthcare", cache_dir=store, **ONE)
+        with pytest.raises(DamagedRunError, match=f"{key}.npz"):
+            RunCache(store).load(key)
+    else:
+        (store / f"{key}.npz").unlink()
+        (store / f"{key}.pkl").write_bytes(payload)
+        with pytest.warns(UserWarning, match=r"1 pickle file\(s\) .* never opened"):
+            res = run_comparison("healthcare", cache_dir=store, **ONE)
+        _same(res, run_comparison("healthcare", **ONE))
+    assert not marker.exists()
+
+
+def test_an_object_array_inside_a_record_is_refused(tmp_path):
+    """An ``.npz`` whose arrays hold pickled objects is not data: refused unopened."""
+    store, marker = tmp_path / "runs", tmp_path / "pwned"
+    (key,) = _run_keys(store, ONE)
+    with open(store / f"{key}.npz", "wb") as fh:
+        np.savez(fh, record=np.array([_Payload(marker)], dtype=object))
+    with pytest.raises(DamagedRunError, match="Object arrays cannot be loaded"):
+        RunCache(store).load(key)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "wrong type", "another key", "bad class"])
+def test_a_damaged_record_is_named_and_recomputed_on_request(tmp_path, damage):
+    from topofl_lib import storage
+
+    store = tmp_path / "runs"
+    (key,) = _run_keys(store, ONE)
+    path = store / f"{key}.npz"
+    if damage == "truncated":
+        path.write_bytes(path.read_bytes()[: path.stat().st_size * 6 // 10])
+    elif damage == "wrong type":
+        storage.dump(path, [1, 2, 3])
+    elif damage == "another key":
+        storage.dump(path, {**storage.load(path), "key": "0" * 64})
+    else:  # a document naming a class outside the allow-list: never imported
+        doc = '{"format":"topofl-data/1","value":{"__object__":"subprocess:Popen","state":{}}}'
+        with open(path, "wb") as fh:
+            np.savez(fh, record=np.array(doc))
+    expected = {"truncated": "not a topofl-data/1 file", "wrong type": "holds a list",
+                "another key": "holds run 0000", "bad class": "not a registered storable"}
+    with pytest.raises(DamagedRunError, match=rf"{key}\.npz.*{expected[damage]}"):
+        run_comparison("healthcare", cache_dir=store, **ONE)
+    with pytest.warns(UserWarning, match=f"recomputing a damaged run.*{key}"):
+        res = run_comparison("healthcare", cache_dir=store, on_damaged="recompute", **ONE)
+    _same(res, run_comparison("healthcare", **ONE))
+    assert RunCache(store).load(key)["key"] == key  # overwritten with a good record
+    with pytest.raises(ValueError, match="on_damaged"):
+        run_comparison("healthcare", cache_dir=store, on_damaged="ignore", **ONE)
+
+
+def test_keys_are_fingerprints_so_no_path_escapes_the_store(tmp_path):
+    with pytest.raises(ValueError, match="64-digit hex"):
+        RunCache(tmp_path).path("../../etc/passwd")
+
+
+def test_stored_fedtopo_model_is_rebuilt_from_data(digits, tmp_path):
+    """A kept FedTopo model goes through the data-only store and back: the network is
+    rebuilt from its architecture and weights and predicts as the fitted one."""
+    variants = deep_variants(["FedTopo"], architecture="digits_cnn", local_epochs=1,
+                             fedtopo={"tal_samples": 16, "tal_batch": 8, "tal_every": 2})
+    kw = {"seeds": [0], "n_rounds": 1, "variants": variants, "progress": False,
+          "keep_models": True, "scenario_params": {"dataset": digits, "partition": "L",
+                                                    "param": 0.5, "n_clients": 3,
+                                                    "n_train": 300}}
+    fitted = run_comparison("image", cache_dir=tmp_path, **kw).models[("FedTopo", 0)]
+    loaded = run_comparison("image", cache_dir=tmp_path, **kw).models[("FedTopo", 0)]
+    assert loaded is not fitted and type(loaded.learner_) is type(fitted.learner_)
+    X = fitted.scenario_.clients[0].X_test
+    np.testing.assert_array_equal(loaded.learner_.logits(loaded.coef_, X),
+                                  fitted.learner_.logits(fitted.coef_, X))
+    np.testing.assert_array_equal(loaded.tal_log_, fitted.tal_log_)
+    assert loaded.get_params()["schedule"].get_params() == fitted.schedule.get_params()
+
+
+def test_convert_script_turns_trusted_pickles_into_identical_data(tmp_path):
+    """The one-off converter of old stores: same key, same values, no pickle left."""
+    import importlib.util
+    import pickle
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "convert_run_store", Path(__file__).parents[1] / "scripts" / "convert_run_store.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    (key,) = _run_keys(tmp_path, {**ONE, "keep_models": True})
+    record = RunCache(tmp_path).load(key)
+    (tmp_path / f"{key}.npz").unlink()
+    (tmp_path / f"{key}.pkl").write_bytes(pickle.dumps(record))
+    with pytest.raises(SystemExit):  # the trust flag is required
+        script.main([str(tmp_path)])
+    assert script.main(["--i-trust-these-pickles", str(tmp_path)]) == 0
+    assert not list(tmp_path.glob("*.pkl"))
+    assert script._same(record, RunCache(tmp_path).load(key), "record") == []

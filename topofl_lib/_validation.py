@@ -2,6 +2,9 @@
 
 Every public entry point funnels its arguments through these helpers so that bad
 input fails early, with a message that names the parameter and the offending value.
+Nothing is converted with a loss: complex values are refused, not cut to their real
+part (:func:`as_float_array`). Two arithmetic helpers keep computations on checked
+arrays inside float64: :func:`power_of_two_split` (exact rescaling) and :func:`l2_norm`.
 """
 
 from __future__ import annotations
@@ -13,15 +16,53 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "as_float_array",
     "check_bool",
     "check_choice",
+    "check_class_labels",
     "check_finite",
     "check_int",
     "check_labels",
+    "check_n_features",
     "check_points",
     "check_random_state",
+    "check_range",
     "check_real",
+    "l2_norm",
+    "power_of_two_split",
 ]
+
+
+def as_float_array(x: Any, name: str, dtype: type = np.float64) -> np.ndarray:
+    """Return ``x`` as a float array, refusing what would lose information on the way.
+
+    A string, ``None``, something not numeric, or complex values (NumPy would drop the
+    imaginary part with only a warning) raise ``TypeError`` naming ``name``. Nothing
+    else is checked (shape, finiteness: the caller's business).
+
+    Parameters
+    ----------
+    x : array-like
+        The values.
+    name : str
+        Parameter name used in error messages.
+    dtype : type, default=numpy.float64
+        The float type (``numpy.float32`` for torch inputs).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``x`` as ``dtype`` (no copy when it already is one).
+    """
+    if isinstance(x, (str, bytes)) or x is None:
+        raise TypeError(f"{name} must be an array of numbers, got {type(x).__name__}")
+    if np.iscomplexobj(x):
+        raise TypeError(f"{name} must hold real numbers, got complex values; pass its real "
+                        "part or modulus explicitly (np.real, np.abs)")
+    try:
+        return np.asarray(x, dtype=dtype)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise TypeError(f"{name} must be an array of numbers: {exc}") from None
 
 
 def check_points(X: Any, name: str = "X", *, min_points: int = 1) -> np.ndarray:
@@ -41,12 +82,7 @@ def check_points(X: Any, name: str = "X", *, min_points: int = 1) -> np.ndarray:
     numpy.ndarray
         A float64 array of shape (n_points, n_features).
     """
-    if isinstance(X, (str, bytes)) or X is None:
-        raise TypeError(f"{name} must be an array-like of numbers, got {type(X).__name__}")
-    try:
-        arr = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be an array-like of numbers: {exc}") from None
+    arr = as_float_array(X, name)
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 2-D (n_points, n_features), got shape {arr.shape}")
     if arr.shape[0] < min_points:
@@ -83,6 +119,8 @@ def check_labels(y: Any, n: int, name: str = "y", *, require_both: bool = True,
     produces).
     """
     arr = np.asarray(y)
+    if arr.dtype.kind == "c":
+        raise TypeError(f"{name} must hold class labels, got complex values")
     if arr.ndim != 1 or arr.shape[0] != n:
         raise ValueError(f"{name} must be 1-D with {n} entries to match X, got shape {arr.shape}")
     if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
@@ -96,6 +134,33 @@ def check_labels(y: Any, n: int, name: str = "y", *, require_both: bool = True,
             f"{name} has a single class {values.tolist()} in {n} record(s); {why}"
         )
     return arr.astype(np.int64)
+
+
+def check_class_labels(y: Any, name: str = "y") -> np.ndarray:
+    """Class labels of unknown number: a non-empty 1-D array with no complex values and,
+    if float, no NaN or inf (a NaN label equals no other label, not even itself).
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        The labels (ints, floats or strings).
+    name : str, default="y"
+        Parameter name used in error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``y`` as an array.
+    """
+    arr = np.asarray(y)
+    if arr.dtype.kind == "c":
+        raise TypeError(f"{name} must hold class labels, got complex values")
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array of labels, got shape "
+                         f"{arr.shape}")
+    if arr.dtype.kind == "f":
+        check_finite(arr, name, hint=" (a NaN label equals no other label)")
+    return arr
 
 
 def check_int(value: Any, name: str, *, low: int | None = None, high: int | None = None) -> int:
@@ -129,6 +194,118 @@ def check_real(
     if high is not None and value > high:
         raise ValueError(f"{name} must be <= {high}, got {value}")
     return value
+
+
+def check_range(value: Any, name: str, check, **bounds) -> tuple:
+    """``(low, high)`` of a range parameter: a pair of values passing ``check``, low <= high.
+
+    Parameters
+    ----------
+    value : pair
+        The range.
+    name : str
+        Parameter name used in error messages (the ends are ``name[0]``, ``name[1]``).
+    check : callable
+        :func:`check_int` or :func:`check_real`, applied to each end with ``**bounds``.
+    **bounds
+        ``low``, ``high`` (and ``low_open`` for :func:`check_real`) of each end.
+
+    Returns
+    -------
+    tuple
+        ``(low, high)`` as checked.
+    """
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be a pair (low, high), got {value!r}")
+    try:
+        low, high = value
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a pair (low, high), got {value!r}") from None
+    low, high = check(low, f"{name}[0]", **bounds), check(high, f"{name}[1]", **bounds)
+    if low > high:
+        raise ValueError(f"{name} must be (low, high) with low <= high, got {value!r}")
+    return low, high
+
+
+def check_n_features(X: np.ndarray, n_features: int, owner: str, name: str = "X") -> None:
+    """Raise ``ValueError`` unless the 2-D array ``X`` has ``n_features`` columns.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Checked points (:func:`check_points`).
+    n_features : int
+        The number of features ``X`` must have.
+    owner : str
+        Ends the message before ``n_features``, e.g. ``"this KFed was fitted on"``.
+    name : str, default="X"
+        Parameter name used in the message.
+    """
+    if X.shape[1] != n_features:
+        raise ValueError(f"{name} has {X.shape[1]} features, but {owner} {n_features}")
+
+
+def power_of_two_split(x: np.ndarray, axis: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(u, e)`` with ``x = u * 2**e`` and the largest ``|u|`` along ``axis`` in [0.5, 1).
+
+    Dividing by a power of two is exact (up to entries some 2**1022 times smaller than
+    the largest, which no sum of squares can see), so squares, norms and distances
+    computed on ``u`` neither overflow nor underflow, and scale back exactly with
+    :func:`numpy.ldexp`. Where ``x`` is finite and neither huge nor tiny, computing on
+    ``u`` and scaling back gives the same bits as computing on ``x``.
+
+    Parameters
+    ----------
+    x : ndarray
+        Finite values.
+    axis : int or None, default=None
+        Scale each slice along ``axis`` separately (``None``: the whole array).
+
+    Returns
+    -------
+    u : ndarray
+        Shaped like ``x``.
+    e : ndarray of int
+        The exponents, shaped like ``x`` reduced along ``axis`` with ``keepdims``
+        (0 where a slice is all zeros).
+    """
+    if x.size == 0:
+        return x.copy(), np.zeros(np.sum(x, axis=axis, keepdims=True).shape, dtype=np.int32)
+    e = np.frexp(np.max(np.abs(x), axis=axis, keepdims=True))[1]
+    return np.ldexp(x, -e), e
+
+
+def l2_norm(x: np.ndarray, axis: int | None = None, *, keepdims: bool = False,
+            divisor: float = 1.0) -> np.ndarray | float:
+    """``sqrt(sum(x**2, axis) / divisor)`` without overflow or underflow.
+
+    The squares are summed over ``x`` divided by a power of two
+    (:func:`power_of_two_split`), so the norm of ``[1e300, 1e300]`` is ``1.41e300``,
+    not ``inf``, and that of ``[1e-200]`` is ``1e-200``, not 0; the result is the same
+    bits as the plain formula wherever that one neither overflows nor underflows. It
+    is ``inf`` only if the norm itself exceeds float64.
+
+    Parameters
+    ----------
+    x : ndarray
+        Finite values.
+    axis : int or None, default=None
+        The axis summed over (``None``: all of ``x``).
+    keepdims : bool, default=False
+        Keep the summed axis with length one.
+    divisor : float, default=1.0
+        Divides the sum of squares (``x.shape[axis]`` gives the root mean square).
+
+    Returns
+    -------
+    float or ndarray
+        A float when ``axis`` is ``None`` and not ``keepdims``.
+    """
+    u, e = power_of_two_split(np.asarray(x, dtype=np.float64), axis)
+    norm = np.ldexp(np.sqrt((u * u).sum(axis=axis, keepdims=True) / divisor), e)
+    if keepdims:
+        return norm
+    return float(norm.item()) if axis is None else norm.squeeze(axis=axis)
 
 
 def check_bool(value: Any, name: str) -> bool:

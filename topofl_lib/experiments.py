@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import time
+import warnings
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -29,7 +30,7 @@ from .data.scenarios import PROTOCOLS, make_scenario
 from .federated.client_descriptors import PTOPOFL_LABELS
 from .federated.methods import METHODS, make_method
 from .federated.metrics import convergence_round
-from .run_cache import RunCache, environment, fingerprint
+from .run_cache import DamagedRunError, RunCache, environment, fingerprint
 
 #: What :func:`run_comparison` does with a run that diverges.
 DIVERGENCE = ("raise", "record")
@@ -227,6 +228,7 @@ def run_comparison(
     cache_dir=None,
     n_workers: int = 1,
     on_divergence: str = "raise",
+    on_damaged: str = "raise",
 ) -> ComparisonResult:
     """Run every method on ``scenario`` for each seed.
 
@@ -269,6 +271,11 @@ def run_comparison(
         result as a *diverged run*: NaN metrics in ``curves`` and ``final`` and the
         reason in :attr:`ComparisonResult.diverged`. Diverged runs are stored like
         finished ones; reading a stored one with ``"raise"`` raises its reason.
+    on_damaged : {"raise", "recompute"}, default="raise"
+        What a stored run that cannot be read back (truncated, tampered with, not a run
+        of its key) does: raise :class:`topofl_lib.run_cache.DamagedRunError` naming
+        the file, or be computed again (with a warning naming it) and overwritten.
+        Stored runs are data only and are never executed, either way.
 
     Returns
     -------
@@ -294,6 +301,7 @@ def run_comparison(
     """
     seeds = check_seeds(seeds)
     check_choice(on_divergence, "on_divergence", DIVERGENCE)
+    check_choice(on_damaged, "on_damaged", ("raise", "recompute"))
     methods = _check_methods(methods)
     check_int(n_rounds, "n_rounds", low=1)
     check_int(n_workers, "n_workers", low=1)
@@ -322,7 +330,7 @@ def run_comparison(
         scen_key = fingerprint(built[1].name, built[1])
         for i, (_, method, extra) in enumerate(runs):
             key = fingerprint(env, scen_key, method, extra, n_rounds, seed)
-            record = cache.load(key) if key in cache else None
+            record = _stored_run(cache, key, on_damaged)
             if record is not None and record.get("diverged") and on_divergence == "raise":
                 raise FloatingPointError(f"stored run diverged: {record['diverged']} "
                                          "(on_divergence='record' reports it)")
@@ -385,6 +393,19 @@ def run_comparison(
 
 CURVE_COLUMNS = ["scenario", "method", "seed", "round", "auc", "accuracy"]
 FINAL_COLUMNS = ["scenario", "method", "seed", "auc", "accuracy", "convergence_round"]
+
+
+def _stored_run(cache: RunCache, key: str, on_damaged: str) -> dict | None:
+    """The stored run ``key``; ``None`` when absent, or damaged and to be recomputed."""
+    if key not in cache:
+        return None
+    try:
+        return cache.load(key)
+    except DamagedRunError as exc:
+        if on_damaged == "raise":
+            raise
+        warnings.warn(f"recomputing a damaged run: {exc}", UserWarning, stacklevel=3)
+        return None
 
 
 def _build_scenario(scenario, scenario_params: dict, seed: int):

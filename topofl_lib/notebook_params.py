@@ -9,7 +9,20 @@ them with the output folders, before anything runs or is written::
     cfg = notebook_parameters("robustness", profile=profile, n_seeds=n_seeds, ...)
     n_seeds, n_rounds = cfg.n_seeds, cfg.n_rounds
 
-``python -m topofl_lib reproduce`` passes only ``profile`` and ``output_dir``.
+``python -m topofl_lib reproduce`` passes only ``profile`` and ``output_dir`` (and
+``n_workers`` where the notebook takes it).
+
+Run through papermill (``papermill NB OUT -p NAME VALUE``), the check also covers what
+papermill injected: papermill puts its values in a cell of its own (first line
+``# Parameters``) right after the cell tagged ``parameters``, and warns only, then runs
+on, when a name is unknown or the tag is missing. :func:`notebook_parameters` reads
+that cell back from the kernel's input history and refuses a name the notebook does not
+have (a misspelt ``-p n_seed 1`` would otherwise run the profile's ``n_seeds``), and a
+name that a later cell set again before the check: that is the notebook's own
+parameters cell, run after papermill's because it lost its ``parameters`` tag, so that
+every value passed to papermill is silently replaced by None (the profile's value) and
+``output_dir`` by the default folder. :func:`parameters_cell` checks a notebook file for
+the same fault before it runs (``reproduce`` asks it first).
 
 Profiles, ranked: ``quick`` (CI, minutes) < ``cpu`` < ``paper`` (the papers' protocols).
 ``cpu`` is the paper protocol for every notebook but the two deep ones (FedTopo, pTopoFL
@@ -22,6 +35,8 @@ what a notebook needs (e.g. the robustness notebook plots the label-flip attack,
 
 from __future__ import annotations
 
+import ast
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,10 +63,17 @@ __all__ = [
     "OneOf",
     "Real",
     "notebook_parameters",
+    "parameters_cell",
 ]
 
 #: Profile names, from the shortest to the longest protocol.
 PROFILES = ("quick", "cpu", "paper")
+#: Parameters every notebook's parameters cell sets besides those of its spec.
+COMMON = ("profile", "output_dir")
+#: The first line of the cell papermill injects (its Python translator's comment).
+PAPERMILL_HEADER = "# Parameters"
+#: papermill's own optional parameters (``--inject-paths``), never the notebook's.
+PAPERMILL_PREFIX = "PAPERMILL_"
 
 
 # --------------------------------------------------------------------------- value specs
@@ -494,9 +516,103 @@ class NotebookParameters:
         raise AttributeError(f"{self.notebook!r} has no parameter {name!r}")
 
 
+def _assigned(source: str) -> set[str]:
+    """Names a cell's top-level statements assign (an unparsable cell assigns none)."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return set()
+    targets = [t for n in body if isinstance(n, (ast.Assign, ast.AnnAssign))
+               for t in (n.targets if isinstance(n, ast.Assign) else [n.target])]
+    return {n.id for t in targets for n in ast.walk(t)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _cells_run_before() -> list[str]:
+    """Sources of the cells this IPython kernel ran before the running one (oldest first).
+
+    Empty outside IPython. The input history holds each cell as IPython ran it (magics
+    turned into calls), the running cell last.
+    """
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    history = getattr(getattr(shell, "history_manager", None), "input_hist_parsed", None)
+    return [str(cell) for cell in history[1:-1]] if history else []
+
+
+def _check_injected(notebook: str, known: set[str]) -> None:
+    """Refuse what papermill injected but the notebook does not get (see the module doc)."""
+    cells = _cells_run_before()
+    injected = [i for i, cell in enumerate(cells)
+                if cell.lstrip().splitlines()[:1] == [PAPERMILL_HEADER]]
+    if not injected:
+        return
+    names = _assigned(cells[injected[-1]])
+    unknown = sorted(n for n in names - known if not n.startswith(PAPERMILL_PREFIX))
+    if unknown:
+        raise TypeError(f"papermill passed parameter(s) {unknown}, which {notebook!r} does "
+                        f"not have (misspelt?); its parameters are {sorted(known)}")
+    start = injected[-1] + 1  # up to the first check after it (a later run of a cell is fine)
+    end = next((i for i in range(start, len(cells)) if "notebook_parameters(" in cells[i]),
+               len(cells))
+    again = sorted(names & set().union(*map(_assigned, cells[start:end])))
+    if again:
+        raise ValueError(
+            f"{again} passed to papermill were set again by a later cell before this check, "
+            f"so {notebook!r} would ignore them: its parameters cell has lost its "
+            "'parameters' tag (papermill then injects its values above it). Tag that cell "
+            "'parameters' (View > Cell Toolbar > Tags, or the cell's metadata)")
+
+
+def parameters_cell(path, passed=()) -> set[str]:
+    """Check that the notebook at ``path`` takes papermill parameters; return their names.
+
+    Parameters
+    ----------
+    path : str or Path
+        A notebook (``.ipynb``).
+    passed : iterable of str
+        The names a caller will pass to papermill; each must be set in the cell.
+
+    Returns
+    -------
+    set of str
+        The names the notebook's ``parameters`` cell sets.
+
+    Raises
+    ------
+    ValueError
+        The notebook has no code cell tagged ``parameters`` or several (papermill would
+        put the values above the cell that then overwrites them, or after the first
+        only), holds a stale ``injected-parameters`` cell (papermill replaces it where it
+        stands), or its parameters cell sets none of some ``passed`` name.
+    """
+    import nbformat
+
+    path = Path(path)
+    cells = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+    tagged = [c for c in cells if "parameters" in c.metadata.get("tags", [])]
+    stale = [c for c in cells if "injected-parameters" in c.metadata.get("tags", [])]
+    if len(tagged) != 1 or stale:
+        fault = ("holds a stale 'injected-parameters' cell" if stale else
+                 f"has {len(tagged)} code cells tagged 'parameters'")
+        raise ValueError(f"notebook {path} {fault}; papermill needs exactly one, the cell "
+                         "that sets the parameters, so that its values come after it "
+                         "(tag that cell 'parameters' and no other)")
+    names = _assigned(tagged[0].source)
+    missing = sorted(set(passed) - names)
+    if missing:
+        raise ValueError(f"notebook {path}: its parameters cell does not set {missing}, which "
+                         f"will be passed to it; it sets {sorted(names)}")
+    return names
+
+
 def notebook_parameters(notebook: str, profile: str = "quick", output_dir=None,
                         **values) -> NotebookParameters:
     """Fill a notebook's ``None`` parameters from ``profile`` and validate them all.
+
+    Run under papermill, it also checks the parameters papermill injected (see the
+    module doc).
 
     Parameters
     ----------
@@ -516,13 +632,16 @@ def notebook_parameters(notebook: str, profile: str = "quick", output_dir=None,
     ------
     TypeError, ValueError
         Naming the parameter and the value, e.g. ``betas[0] must be <= 1.0, got 2.0``;
-        also for a name the notebook does not have. Nothing has been written then.
+        also for a name the notebook does not have, given here or to papermill, and for
+        papermill values that a later cell replaced (a parameters cell without its tag).
+        Nothing has been written then.
     """
     check_choice(notebook, "notebook", NOTEBOOKS)
     spec = NOTEBOOKS[notebook]
     if not isinstance(profile, str):
         raise TypeError(f"profile must be a string, got {profile!r}")
     defaults = spec.values(profile)
+    _check_injected(notebook, {*COMMON, *defaults, *spec.execution})
     unknown = sorted(set(values) - set(defaults) - set(spec.execution))
     if unknown:
         raise TypeError(f"{notebook!r} has no parameter(s) {unknown}; its parameters are "
@@ -536,4 +655,3 @@ def notebook_parameters(notebook: str, profile: str = "quick", output_dir=None,
         checked[name] = default if value is None else check.check(value, name)
     figures_dir, results_dir = output_dirs(output_dir)
     return NotebookParameters(notebook, label, checked, figures_dir, results_dir, spec.claims)
-

@@ -4,7 +4,9 @@ Only ``python -m topofl_lib reproduce`` writes the repository's published ``resu
 and ``figures/`` (see :mod:`topofl_lib.reproduce`). Every other run writes elsewhere:
 :func:`output_dirs` resolves a notebook's ``output_dir`` parameter, else the environment
 variable ``TOPOFL_OUTPUT_DIR``, else ``<repository>/build/interactive/``, and refuses a
-target that is the repository's published folders.
+target that is or lies in the repository's published folders, by real path
+(:func:`check_unpublished`, which :func:`topofl_lib.results.write_claims` also asks before
+it writes).
 
 :func:`atomic_path` and :func:`write_text_atomic` write to a temporary file in the
 target's folder and rename it over the target (``os.replace``), so the target holds
@@ -19,7 +21,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["ENV_OUTPUT", "atomic_path", "output_dirs", "repository_root", "write_text_atomic"]
+__all__ = ["ENV_OUTPUT", "atomic_path", "check_unpublished", "output_dirs", "repository_root",
+           "write_text_atomic"]
 
 #: Environment variable naming the output folder of notebook runs (``make test`` sets it).
 ENV_OUTPUT = "TOPOFL_OUTPUT_DIR"
@@ -53,6 +56,43 @@ def _published_dirs() -> set[Path]:
     return {(r / name).resolve() for r in roots for name in PUBLISHED}
 
 
+def check_unpublished(path, what: str | None = None) -> Path:
+    """Return ``path``, or raise if its real path is or lies in a published folder.
+
+    Symbolic links are resolved first, so neither a link to ``results/`` nor a folder
+    inside it passes.
+
+    Parameters
+    ----------
+    path : str or Path
+        Where a notebook run is about to write.
+    what : str, optional
+        Who writes there, for the message (default: ``path`` itself).
+
+    Returns
+    -------
+    Path
+        ``path``, unchanged.
+
+    Raises
+    ------
+    ValueError
+        ``path`` is the repository's ``figures/`` or ``results/`` or lies below one: only
+        ``python -m topofl_lib reproduce`` publishes there, through a staging folder.
+    """
+    path = Path(path)
+    real = path.expanduser().resolve()
+    folder = next((p for p in sorted(_published_dirs()) if real == p or p in real.parents),
+                  None)
+    if folder is not None:
+        raise ValueError(
+            f"{what or repr(str(path))} would write into the published folder {folder} "
+            f"({path}, real path {real}); only `python -m topofl_lib reproduce --profile "
+            "cpu|paper` writes there. Choose another output_dir, or leave it None to write "
+            "under build/interactive/.")
+    return path
+
+
 def output_dirs(output_dir=None) -> tuple[Path, Path]:
     """``(figures_dir, results_dir)`` of a notebook run: ``<output>/figures``, ``<output>/results``.
 
@@ -60,13 +100,23 @@ def output_dirs(output_dir=None) -> tuple[Path, Path]:
     ``$TOPOFL_OUTPUT_DIR`` if set, else ``<repository>/build/interactive`` (or
     ``./build/interactive`` outside a checkout). Nothing is created here.
 
+    Parameters
+    ----------
+    output_dir : str or Path, optional
+        The output folder.
+
+    Returns
+    -------
+    tuple of Path
+        ``(figures_dir, results_dir)``.
+
     Raises
     ------
     TypeError
         ``output_dir`` is neither None nor a path.
     ValueError
-        The folders would be the repository's published ``figures/`` or ``results/``:
-        only ``python -m topofl_lib reproduce`` publishes there, through a staging folder.
+        Either folder, by its real path (symbolic links resolved), would be or lie in the
+        repository's published ``figures/`` or ``results/`` (:func:`check_unpublished`).
     """
     source = "output_dir"
     if output_dir is None and os.environ.get(ENV_OUTPUT):
@@ -77,15 +127,9 @@ def output_dirs(output_dir=None) -> tuple[Path, Path]:
     if not isinstance(output_dir, (str, os.PathLike)):
         raise TypeError(f"output_dir must be a path or None, got {output_dir!r}")
     out = Path(output_dir).expanduser().resolve()
-    figures_dir, results_dir = out / "figures", out / "results"
-    published = _published_dirs()
-    for path in (figures_dir, results_dir):
-        if path in published:
-            raise ValueError(
-                f"{source} = {str(output_dir)!r} would write into the published folder {path}; "
-                "only `python -m topofl_lib reproduce --profile cpu|paper` writes there. "
-                "Choose another output_dir, or leave it None to write under build/interactive/.")
-    return figures_dir, results_dir
+    for path in (out / "figures", out / "results"):
+        check_unpublished(path, f"{source} = {str(output_dir)!r}")
+    return out / "figures", out / "results"
 
 
 @contextmanager

@@ -38,6 +38,16 @@ and then ``claims.csv`` and ``comparison.md`` are regenerated from the per-noteb
 claim files, each written to a temporary file and renamed. A failed or interrupted
 notebook leaves every published file as it was; its staging folder (with the executed
 notebook showing the error) stays until the next run.
+
+Before anything is written or started, ``reproduce`` checks the request: the profile,
+``workers``, the notebook names, that each notebook has exactly one cell tagged
+``parameters`` which sets every parameter passed to it
+(:func:`topofl_lib.notebook_params.parameters_cell`), that its Jupyter kernel exists, and
+then (under the lock, after completing an interrupted publication) that every published
+claim file is intact (:func:`topofl_lib.publish.check_claim_files`; a notebook run on its
+own may replace its own damaged file). The command line prints any error as one line;
+it exits with status 2 for an error found before a notebook started, 1 for a notebook
+that failed or could not be published.
 """
 
 from __future__ import annotations
@@ -59,10 +69,11 @@ from tqdm.auto import tqdm
 from ._validation import check_int
 from .environment import git_state, machine_record, run_record
 from .flower import cli as flower_cli
-from .notebook_params import NOTEBOOKS, PROFILES, Notebook
-from .publish import Target, finish_pending, publish, published_profiles
+from .notebook_params import COMMON, NOTEBOOKS, PROFILES, Notebook, parameters_cell
+from .publish import Target, check_claim_files, finish_pending, publish, published_profiles
 
-__all__ = ["ProfileRefused", "ReproduceError", "main", "reproduce", "resolve_profile"]
+__all__ = ["NotebookFailed", "ProfileRefused", "ReproduceError", "main", "reproduce",
+           "resolve_profile"]
 
 
 class ReproduceError(RuntimeError):
@@ -71,6 +82,13 @@ class ReproduceError(RuntimeError):
 
 class ProfileRefused(ReproduceError):
     """Publishing would replace results of a higher-ranked profile (use ``force``)."""
+
+
+class NotebookFailed(ReproduceError):
+    """A notebook started and failed, or its outputs could not be published.
+
+    It published nothing; the notebooks before it are published.
+    """
 
 
 def resolve_profile(profile: str) -> str:
@@ -153,6 +171,50 @@ def _locked(path: Path) -> Iterator[None]:
         yield
 
 
+def _passed(notebook: Notebook, workers: int | None) -> list[str]:
+    """The names ``reproduce`` passes to ``notebook`` through papermill."""
+    return [*COMMON, *(["n_workers"] if workers is not None
+                       and "n_workers" in notebook.execution else [])]
+
+
+def _check_kernels(paths: Sequence[Path], kernel: str | None) -> None:
+    """Refuse a kernel (``kernel``, else each notebook's own) that Jupyter does not have."""
+    import nbformat
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    manager = KernelSpecManager()
+    for path in paths:
+        name = kernel or nbformat.read(path, as_version=4).metadata.get(
+            "kernelspec", {}).get("name")
+        source = "kernel" if kernel else f"the kernel of notebook {path.name}"
+        if not name:
+            raise ValueError(f"notebook {path} names no kernel; pass kernel (--kernel NAME)")
+        try:
+            manager.get_kernel_spec(name)
+        except NoSuchKernel:
+            raise ValueError(f"unknown {source} {name!r}; installed kernels: "
+                             f"{sorted(manager.find_kernel_specs())}") from None
+
+
+def _check_request(names: list[str], registry: Mapping[str, Notebook], notebooks_dir: Path,
+                   kernel: str | None, workers: int | None) -> None:
+    """Every check of a run that needs nothing written: raises before anything starts."""
+    if workers is not None:
+        check_int(workers, "workers", low=1)
+    unknown = [n for n in names if n not in registry]
+    if unknown:
+        raise ValueError(f"unknown notebook(s) {unknown}; expected names from {list(registry)}")
+    missing = [n for n in names if not (notebooks_dir / f"{n}.ipynb").exists()]
+    if missing:
+        raise FileNotFoundError(f"notebook(s) {missing} not found in {notebooks_dir} "
+                                "(run from the repository root)")
+    for name in names:
+        parameters_cell(notebooks_dir / f"{name}.ipynb", _passed(registry[name], workers))
+    if kernel is not None and not isinstance(kernel, str):
+        raise TypeError(f"kernel must be a kernel name or None, got {kernel!r}")
+    _check_kernels([notebooks_dir / f"{n}.ipynb" for n in names], kernel)
+
+
 def reproduce(profile: str = "quick", only: Sequence[str] | None = None,
               notebooks_dir="notebooks", output_dir=".", kernel: str | None = None,
               force: bool = False, *, workers: int | None = None,
@@ -187,29 +249,23 @@ def reproduce(profile: str = "quick", only: Sequence[str] | None = None,
 
     Raises
     ------
-    ValueError
-        Unknown profile or notebook name (nothing has run).
+    ValueError, TypeError, FileNotFoundError
+        A bad argument, an unknown notebook or kernel, a notebook without exactly one
+        ``parameters`` cell that sets what is passed (nothing has been written), or a
+        damaged published claim file or journal
+        (:class:`topofl_lib.publish.DamagedResults`; no notebook has run).
     ProfileRefused
         A notebook's published results come from a higher-ranked profile (nothing has run);
         ``profile="auto"`` keeps such a notebook's results and runs the others instead.
-    ReproduceError
-        A notebook failed: it published nothing (those before it are published).
+    NotebookFailed
+        A notebook failed, or could not be published: it published nothing (those before
+        it are published).
     """
-    import papermill as pm
-
     requested, profile = profile, resolve_profile(profile)
-    if workers is not None:
-        check_int(workers, "workers", low=1)
     registry = NOTEBOOKS if notebooks is None else notebooks
     names = list(only) if only else list(registry)
-    unknown = [n for n in names if n not in registry]
-    if unknown:
-        raise ValueError(f"unknown notebook(s) {unknown}; expected names from {list(registry)}")
     notebooks_dir = Path(notebooks_dir).resolve()
-    missing = [n for n in names if not (notebooks_dir / f"{n}.ipynb").exists()]
-    if missing:
-        raise FileNotFoundError(f"notebook(s) {missing} not found in {notebooks_dir} "
-                                "(run from the repository root)")
+    _check_request(names, registry, notebooks_dir, kernel, workers)
     target = Target(Path(output_dir).resolve(), published=profile != "quick")
     other = Target(target.base, published=not target.published)
     with _locked(target.work / f".lock-{target.kind}"):
@@ -219,56 +275,72 @@ def reproduce(profile: str = "quick", only: Sequence[str] | None = None,
         if other.published and other.journal.exists():
             print("an interrupted publishing into figures/ and results/ is pending; the next "
                   "cpu or paper run completes it", file=sys.stderr)
-        better = {} if not target.published or force else {
-            n: old for n in names
-            if (old := _better_published(registry[n], target.results, profile))}
-        if better and requested != "auto":
-            raise ProfileRefused("\n".join(_refusal(n, registry[n], old, profile)
-                                           for n, old in better.items()))
-        for n, old in better.items():  # auto keeps them: it is what `make reproduce` runs
-            print(f"auto ({profile}): kept the published results of {n!r}, measured under "
-                  f"the {old!r} profile; `--profile {old} --only {n}` re-runs it",
-                  file=sys.stderr)
-        names = [n for n in names if n not in better]
-        staging = target.work / "staging"
-        for old in staging.glob(f"{target.kind}-*"):
-            shutil.rmtree(old, ignore_errors=True)
-        run_dir = staging / f"{target.kind}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-        run_dir.mkdir(parents=True)
-        if os.stat(run_dir).st_dev != os.stat(target.base).st_dev:
-            raise ReproduceError(f"{run_dir} is on another filesystem than {target.base}; "
-                                 "files cannot be moved into place atomically")
-        machine, git = machine_record(), git_state(notebooks_dir)
-        kernel_env = {"PLOTLY_RENDERER": figure_renderer()}
-        bar = tqdm(names, desc=f"notebooks ({profile})", unit="nb")
-        for name in bar:
-            bar.set_postfix_str(name)
-            stage = run_dir / name
-            executed = stage / f"{name}.ipynb"
-            stage.mkdir()
-            params = {"profile": profile, "output_dir": str(stage)}
-            if workers is not None and "n_workers" in registry[name].execution:
-                params["n_workers"] = workers
-            try:
-                with _environment_variables(kernel_env):
-                    pm.execute_notebook(str(notebooks_dir / f"{name}.ipynb"), str(executed),
-                                        parameters=params,
-                                        cwd=str(notebooks_dir), kernel_name=kernel,
-                                        progress_bar=False)
-            except Exception as exc:  # papermill's error carries the cell's exception
-                what = (f"{exc.ename}: {exc.evalue}" if isinstance(exc, pm.PapermillExecutionError)
-                        else f"{type(exc).__name__}: {exc}")
-                raise ReproduceError(
-                    f"notebook {name!r} failed ({what}); nothing of it was published. The "
-                    f"executed copy with the error: {executed}") from exc
-            try:
-                publish(stage, target, name, registry[name].claims, profile,
-                        environment=(run_record(profile, git, workers), machine))
-            except RuntimeError as exc:
-                raise ReproduceError(str(exc)) from exc
-            shutil.rmtree(stage)
-        shutil.rmtree(run_dir)
+        # a notebook run on its own may replace its own damaged claim file
+        check_claim_files(target.results,
+                          skip={registry[names[0]].claims} if len(names) == 1 else ())
+        names = _keep_better(names, registry, target, profile, requested, force)
+        _run(names, registry, notebooks_dir, target, profile, kernel, workers)
     return target.results / "claims.csv"
+
+
+def _keep_better(names: list[str], registry: Mapping[str, Notebook], target: Target,
+                 profile: str, requested: str, force: bool) -> list[str]:
+    """``names`` without those whose published results ``profile`` would lose (auto)."""
+    better = {} if not target.published or force else {
+        n: old for n in names
+        if (old := _better_published(registry[n], target.results, profile))}
+    if better and requested != "auto":
+        raise ProfileRefused("\n".join(_refusal(n, registry[n], old, profile)
+                                       for n, old in better.items()))
+    for n, old in better.items():  # auto keeps them: it is what `make reproduce` runs
+        print(f"auto ({profile}): kept the published results of {n!r}, measured under "
+              f"the {old!r} profile; `--profile {old} --only {n}` re-runs it",
+              file=sys.stderr)
+    return [n for n in names if n not in better]
+
+
+def _run(names: list[str], registry: Mapping[str, Notebook], notebooks_dir: Path,
+         target: Target, profile: str, kernel: str | None, workers: int | None) -> None:
+    """Execute ``names`` one by one in a fresh staging folder, publishing each."""
+    import papermill as pm
+
+    for old in target.staging.glob(f"{target.kind}-*"):
+        shutil.rmtree(old, ignore_errors=True)
+    run_dir = target.staging / f"{target.kind}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    run_dir.mkdir(parents=True)
+    if os.stat(run_dir).st_dev != os.stat(target.base).st_dev:
+        raise ReproduceError(f"{run_dir} is on another filesystem than {target.base}; "
+                             "files cannot be moved into place atomically")
+    machine, git = machine_record(), git_state(notebooks_dir)
+    kernel_env = {"PLOTLY_RENDERER": figure_renderer()}
+    bar = tqdm(names, desc=f"notebooks ({profile})", unit="nb")
+    for name in bar:
+        bar.set_postfix_str(name)
+        stage = run_dir / name
+        executed = stage / f"{name}.ipynb"
+        stage.mkdir()
+        params = {"profile": profile, "output_dir": str(stage)}
+        if "n_workers" in _passed(registry[name], workers):
+            params["n_workers"] = workers
+        try:
+            with _environment_variables(kernel_env):
+                pm.execute_notebook(str(notebooks_dir / f"{name}.ipynb"), str(executed),
+                                    parameters=params,
+                                    cwd=str(notebooks_dir), kernel_name=kernel,
+                                    progress_bar=False)
+        except Exception as exc:  # papermill's error carries the cell's exception
+            what = (f"{exc.ename}: {exc.evalue}" if isinstance(exc, pm.PapermillExecutionError)
+                    else f"{type(exc).__name__}: {exc}")
+            raise NotebookFailed(
+                f"notebook {name!r} failed ({what}); nothing of it was published. The "
+                f"executed copy with the error: {executed}") from exc
+        try:
+            publish(stage, target, name, registry[name].claims, profile,
+                    environment=(run_record(profile, git, workers), machine))
+        except (RuntimeError, ValueError, OSError) as exc:
+            raise NotebookFailed(str(exc)) from exc
+        shutil.rmtree(stage)
+    shutil.rmtree(run_dir)
 
 
 class _OneLineErrors(argparse.ArgumentParser):
@@ -278,8 +350,31 @@ class _OneLineErrors(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (--help shows the usage)\n")
 
 
+def _positive_int(text: str) -> int:
+    """``--workers``: an int >= 1 (argparse turns the error into a usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point."""
+    """Command-line entry point.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status: 0, 2 for an error found before any notebook started (printed as
+        one line), 1 for a notebook that failed or could not be published.
+    """
     parser = _OneLineErrors(prog="python -m topofl_lib")
     sub = parser.add_subparsers(dest="command", required=True)
     rep = sub.add_parser("reproduce", help="run the notebooks; cpu/paper publish into "
@@ -289,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
                      help="run only these notebooks")
     rep.add_argument("--force", action="store_true",
                      help="replace published results of a higher-ranked profile")
-    rep.add_argument("--workers", type=int, default=None, metavar="N",
+    rep.add_argument("--workers", type=_positive_int, default=None, metavar="N",
                      help="runs at once in the notebooks that resume (fedtopo, ptopofl_deep); "
                           "2 on a 2-core machine")
     rep.add_argument("--notebooks-dir", default="notebooks")
@@ -303,8 +398,8 @@ def main(argv: list[str] | None = None) -> int:
         path = reproduce(args.profile, args.only, args.notebooks_dir, args.output_dir,
                          args.kernel, args.force, workers=args.workers)
     except (ReproduceError, TypeError, ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2 if isinstance(exc, ProfileRefused) else 1
+        print("error: " + " ".join(str(exc).split()), file=sys.stderr)
+        return 1 if isinstance(exc, NotebookFailed) else 2
     if args.profile == "quick":
         print(f"quick profile: nothing was published; figures, results and executed notebooks "
               f"are in {path.parent.parent}")

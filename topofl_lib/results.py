@@ -20,11 +20,13 @@ import numpy as np
 import pandas as pd
 
 from .environment import ENVIRONMENT_FILE
-from .outputs import atomic_path
+from .outputs import atomic_path, check_unpublished
 
 __all__ = [
     "CLAIM_COLUMNS",
     "NOT_RUN",
+    "REQUIRED_CLAIM_COLUMNS",
+    "ClaimFileError",
     "ablation_claim_values",
     "continual_claim_values",
     "deep_claim_values",
@@ -38,6 +40,7 @@ __all__ = [
     "comparison_document",
     "comparison_markdown",
     "load_paper_claims",
+    "read_claim_file",
     "table1_claim_values",
     "write_claims",
 ]
@@ -275,11 +278,102 @@ def write_claims(rows: pd.DataFrame, results_dir, name: str) -> Path:
     -------
     Path
         The written file.
+
+    Raises
+    ------
+    ValueError
+        The file's real path (symbolic links resolved) lies in the repository's
+        published ``results/``, which only ``python -m topofl_lib reproduce`` writes
+        (:func:`topofl_lib.outputs.check_unpublished`); nothing is written then.
     """
-    path = Path(results_dir) / "claims" / f"{name}.csv"
+    path = check_unpublished(Path(results_dir) / "claims" / f"{name}.csv", "write_claims")
     with atomic_path(path) as tmp:
         rows.to_csv(tmp, index=False, float_format="%.6g")
     return path
+
+
+class ClaimFileError(ValueError):
+    """A claim file that cannot be read as claim rows; the message names it and the fault."""
+
+
+#: Columns every claim file has (``note`` may be missing from older files).
+REQUIRED_CLAIM_COLUMNS = CLAIM_COLUMNS[:-1]
+
+
+def _parse_claim_file(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        raise ClaimFileError(f"{path} is empty (not even its header line)") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        reason = " ".join(str(exc).split())
+        raise ClaimFileError(f"{path} cannot be read as CSV ({reason})") from None
+
+
+def _bad_rows(rows: pd.DataFrame, bad: pd.Series) -> str:
+    """``line N (id 'x')`` for the first few rows where ``bad`` is true (line 1: header)."""
+    where = [f"line {i + 2} (id {rows['id'].iloc[i]!r})" for i in np.flatnonzero(bad)[:3]]
+    more = int(bad.sum()) - len(where)
+    return ", ".join(where) + (f" and {more} more" if more > 0 else "")
+
+
+def _check_claim_columns(rows: pd.DataFrame, path: Path) -> None:
+    missing = [c for c in REQUIRED_CLAIM_COLUMNS if c not in rows]
+    unknown = [c for c in rows if c not in CLAIM_COLUMNS]
+    if missing or unknown:
+        raise ClaimFileError(f"{path} has columns {list(rows.columns)}: "
+                             + "; ".join(filter(None, [missing and f"{missing} missing",
+                                                       unknown and f"{unknown} unknown"]))
+                             + f"; a claim file has columns {CLAIM_COLUMNS}")
+
+
+def _check_claim_values(rows: pd.DataFrame, path: Path) -> None:
+    ids = rows["id"]
+    faults = {"id is empty": ids.isna() | (ids.astype(str).str.strip() == ""),
+              "id repeats an earlier row's": ids.duplicated() & ids.notna()}
+    numbers = {c: pd.to_numeric(rows[c], errors="coerce")
+               for c in ("measured_mean", "measured_std", "n_seeds")}
+    for column, values in numbers.items():
+        faults[f"{column} is not a number"] = values.isna() & rows[column].notna()
+    seeds, mean, std = numbers["n_seeds"], numbers["measured_mean"], numbers["measured_std"]
+    faults["n_seeds is not a whole number >= 0"] = ~((seeds >= 0) & (seeds % 1 == 0))
+    faults["measured_std is not a finite number >= 0"] = ~(np.isfinite(std) & (std >= 0))
+    faults["measured_mean is empty or infinite while n_seeds > 0"] = (
+        ~np.isfinite(mean) & (seeds > 0))
+    faults["profile is empty"] = rows["profile"].isna() | (
+        rows["profile"].astype(str).str.strip() == "")
+    for what, bad in faults.items():
+        if bad.any():
+            raise ClaimFileError(f"{path}: {what} at {_bad_rows(rows, bad)}")
+
+
+def read_claim_file(path) -> pd.DataFrame:
+    """Read one notebook's claim file, checking its columns and every value.
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``claims/<name>.csv`` file, as :func:`write_claims` writes it.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Its rows, as read (columns :data:`CLAIM_COLUMNS`; ``note`` may be missing).
+
+    Raises
+    ------
+    ClaimFileError
+        The file is empty or not CSV, lacks a column of :data:`REQUIRED_CLAIM_COLUMNS`
+        or has an unknown one, or a row has an empty or repeated id, a non-numeric or
+        negative value, a fractional ``n_seeds``, or an empty profile (what a file cut
+        short leaves in its last row). The message names the file, the fault and the
+        first rows that show it.
+    """
+    path = Path(path)
+    rows = _parse_claim_file(path)
+    _check_claim_columns(rows, path)
+    _check_claim_values(rows, path)
+    return rows
 
 
 def _read_claims(results_dir) -> pd.DataFrame:
@@ -287,11 +381,18 @@ def _read_claims(results_dir) -> pd.DataFrame:
     files = sorted((Path(results_dir) / "claims").glob("*.csv"))
     if not files:
         return pd.DataFrame(columns=[*CLAIM_COLUMNS, "source"])
-    merged = pd.concat([pd.read_csv(f).assign(source=f.stem) for f in files], ignore_index=True)
+    merged = pd.concat([read_claim_file(f).assign(source=f.stem) for f in files],
+                       ignore_index=True)
+    repeated = merged[merged["id"].duplicated(keep=False)]
+    if len(repeated):
+        cid = repeated["id"].iloc[0]
+        sources = sorted(repeated.loc[repeated["id"] == cid, "source"])
+        raise ClaimFileError(f"claim id {cid!r} is in more than one claim file "
+                             f"({', '.join(f'claims/{s}.csv' for s in sources)} in "
+                             f"{results_dir}); each claim belongs to one notebook")
     notes = merged["note"] if "note" in merged else pd.Series("", index=merged.index)
     merged["note"] = notes.astype(object).where(notes.notna(), "")
     order = {cid: i for i, cid in enumerate(load_paper_claims().index)}
-    merged = merged.drop_duplicates("id", keep="last")
     missing = [cid for cid in NOT_RUN if cid not in set(merged["id"])]
     if missing:
         merged = pd.concat([merged, pd.DataFrame(

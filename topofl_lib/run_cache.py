@@ -1,8 +1,10 @@
 """A store of finished runs on disk, so long multi-seed experiments resume.
 
 :func:`topofl_lib.experiments.run_comparison` with ``cache_dir=`` saves every finished
-run (one method on one seed) as one file, written atomically (to a temporary file in
-the same folder, then ``os.replace``), and skips the runs whose file exists. A run is
+run (one method on one seed) as one data-only file (:mod:`topofl_lib.storage`: JSON and
+NumPy arrays, never a pickle, so opening a stored run cannot run code), written
+atomically (to a temporary file in the same folder, then ``os.replace``), and skips the
+runs whose file exists. A run is
 keyed by :func:`fingerprint` of its *complete* configuration: the realised scenario
 (every client's arrays, labels, attacks, the scenario's metadata and schedule), the
 method's name and parameters (nested estimators by their parameters), the number of
@@ -27,14 +29,17 @@ import hashlib
 import os
 import pickle
 import sys
-import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
 
+from . import storage
 from .environment import package_versions
+from .storage import StoredDataError
 
-__all__ = ["ENV_CACHE", "RUN_CACHE_VERSION", "RunCache", "default_cache_dir", "fingerprint"]
+__all__ = ["ENV_CACHE", "RUN_CACHE_VERSION", "DamagedRunError", "RunCache", "default_cache_dir",
+           "fingerprint"]
 
 #: Bumped whenever a run's numbers change for an unchanged configuration.
 RUN_CACHE_VERSION = 1
@@ -149,8 +154,23 @@ def fingerprint(*objs) -> str:
     return h.hexdigest()
 
 
+class DamagedRunError(StoredDataError):
+    """A stored run cannot be read back (truncated, tampered with, of the wrong type)."""
+
+
+#: What every stored run holds, with its type (``"diverged"`` and ``"model"`` may too).
+RECORD_FIELDS = {"key": str, "curves": "DataFrame", "final": dict, "seconds": (int, float)}
+
+
 class RunCache:
-    """Finished runs in ``folder``, one pickle per key, written atomically.
+    """Finished runs in ``folder``, one data-only file per key, written atomically.
+
+    Each run is ``<key>.npz``, written by :func:`topofl_lib.storage.dump`: JSON and
+    NumPy arrays, read back with ``allow_pickle=False``, so opening a stored run never
+    runs code. A file that cannot be read back, or is not a run of that key, raises
+    :class:`DamagedRunError` naming it. Pickle files (the store's format before
+    ``topofl-data/1``) are never opened: a store that still holds some warns once, and
+    ``scripts/convert_run_store.py`` converts trusted ones.
 
     Parameters
     ----------
@@ -158,22 +178,70 @@ class RunCache:
         Created on first store.
     """
 
+    suffix = ".npz"
+
     def __init__(self, folder):
         if not isinstance(folder, (str, os.PathLike)):
             raise TypeError(f"cache_dir must be a path, got {folder!r}")
         self.folder = Path(folder)
+        legacy = sorted(self.folder.glob("*.pkl")) if self.folder.is_dir() else []
+        if legacy:
+            warnings.warn(f"{len(legacy)} pickle file(s) in {self.folder} are ignored and "
+                          "never opened (stored runs are data-only .npz files now); "
+                          "convert trusted ones with scripts/convert_run_store.py",
+                          UserWarning, stacklevel=2)
 
     def path(self, key: str) -> Path:
-        return self.folder / f"{key}.pkl"
+        """The file of run ``key`` (a 64-digit hex fingerprint).
+
+        Parameters
+        ----------
+        key : str
+            The run's key.
+
+        Returns
+        -------
+        Path
+            ``folder / "<key>.npz"``.
+        """
+        if not (isinstance(key, str) and len(key) == 64
+                and all(c in "0123456789abcdef" for c in key)):
+            raise ValueError(f"key must be a 64-digit hex fingerprint, got {key!r:.80}")
+        return self.folder / f"{key}{self.suffix}"
 
     def __contains__(self, key: str) -> bool:
         return self.path(key).exists()
 
     def load(self, key: str) -> dict:
-        with open(self.path(key), "rb") as fh:
-            record = pickle.load(fh)
-        if record.get("key") != key:
-            raise ValueError(f"{self.path(key)} holds another run; delete it")
+        """The stored run ``key``, checked to be a run of that key.
+
+        Parameters
+        ----------
+        key : str
+            The run's key.
+
+        Returns
+        -------
+        dict
+            The record: ``key``, ``curves``, ``final``, ``seconds``, ``model`` and, for a
+            diverged run, ``diverged``.
+
+        Raises
+        ------
+        DamagedRunError
+            The file cannot be read, or is not a run of ``key``; the message names the
+            file and how to recompute it.
+        """
+        path = self.path(key)
+        hint = ("delete it, or pass on_damaged='recompute' to run_comparison, to "
+                "compute the run again")
+        try:
+            record = storage.load(path)
+        except StoredDataError as exc:
+            raise DamagedRunError(f"stored run {exc}; {hint}") from None
+        problem = _record_problem(record, key)
+        if problem:
+            raise DamagedRunError(f"stored run {path}: {problem}; {hint}")
         return record
 
     def store(self, key: str, record: dict) -> None:
@@ -184,16 +252,32 @@ class RunCache:
         key : str
             The run's key.
         record : dict
-            The run's results (picklable).
+            The run's results: data that :func:`topofl_lib.storage.dump` stores.
         """
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=f".{key[:16]}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                pickle.dump({**record, "key": key}, fh, protocol=pickle.HIGHEST_PROTOCOL)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path(key))
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        record = {**record, "key": key}
+        problem = _record_problem(record, key)
+        if problem:
+            raise ValueError(f"not a run record: {problem}")
+        storage.dump(self.path(key), record)
+
+
+def _record_problem(record, key: str) -> str:
+    """What makes ``record`` not a stored run of ``key`` ("" when it is one)."""
+    if not isinstance(record, dict):
+        return f"holds a {type(record).__name__}, not a run record"
+    for field, kind in RECORD_FIELDS.items():
+        value = record.get(field)
+        ok = (type(value).__name__ == kind if isinstance(kind, str)
+              else isinstance(value, kind) and not isinstance(value, bool))
+        if not ok:
+            return f"field {field!r} is {type(value).__name__}, not a run's"
+    if record["key"] != key:
+        return f"holds run {record['key'][:16]}..., not {key[:16]}..."
+    missing = set(CURVE_FIELDS) - set(record["curves"].columns)
+    if missing:
+        return f"its curves lack the columns {sorted(missing)}"
+    return ""
+
+
+#: Columns every stored run's ``curves`` has.
+CURVE_FIELDS = ("round", "auc", "accuracy")

@@ -32,15 +32,13 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.spatial.distance import cdist
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans, SpectralClustering
-from sklearn.exceptions import NotFittedError
 from sklearn.neighbors import NearestNeighbors, kneighbors_graph
 
-from .._validation import check_int, check_points, check_random_state
+from .._validation import check_int, check_random_state
 from ..core.seeds import draw_seed
-from .ldp import check_budget, check_clients, laplace_ldp
+from .ldp import check_budget, check_clients, check_distinct, laplace_ldp, nearest_center
 
 __all__ = ["KFed", "MUFC", "NNFC", "privatised_clients"]
 
@@ -127,17 +125,11 @@ class _OneShot(ClusterMixin, BaseEstimator):
         return self
 
     def _check_distinct(self, points, what):
-        distinct = len(np.unique(points, axis=0))
-        if distinct < self.n_clusters:
-            raise ValueError(
-                f"{type(self).__name__} has {distinct} distinct {what}, fewer than "
-                f"n_clusters={self.n_clusters}, so it cannot return n_clusters centres")
+        check_distinct(points, self.n_clusters, type(self).__name__, what)
 
     def predict(self, X) -> np.ndarray:
-        """Index of the nearest centre."""
-        if not hasattr(self, "cluster_centers_"):
-            raise NotFittedError(f"this {type(self).__name__} is not fitted yet")
-        return cdist(check_points(X), self.cluster_centers_).argmin(axis=1)
+        """Index of the nearest centre (``X`` with the fitted number of features)."""
+        return nearest_center(self, X)
 
     @staticmethod
     def _seed(rng):

@@ -22,7 +22,7 @@ from sklearn.decomposition import PCA
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 from tqdm.auto import tqdm
 
-from .._validation import check_int
+from .._validation import check_int, check_points, check_real
 from ..core.seeds import check_seeds
 from ..data.datasets import load_mnist5k
 from ..data.partitions import kmeans_noniid_partition
@@ -52,10 +52,12 @@ def scale_to_l1_ball(X, radius: float = 0.5) -> np.ndarray:
     -------
     ndarray of shape (n, d)
     """
-    X = np.asarray(X, dtype=np.float64)
+    X = check_points(X)
+    check_real(radius, "radius", low=0.0, low_open=True)
     sd = X.std(axis=0)
     Z = (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
-    return Z * (radius / np.abs(Z).sum(axis=1).max())
+    top = np.abs(Z).sum(axis=1).max()
+    return Z * (radius / top) if top > 0 else Z  # identical records: all at the centre
 
 
 def load_clustering_dataset(name: str) -> tuple[np.ndarray, np.ndarray]:

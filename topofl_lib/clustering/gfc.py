@@ -77,12 +77,20 @@ from scipy.spatial import cKDTree
 from scipy.spatial.distance import cdist, pdist
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
-from sklearn.exceptions import NotFittedError
 from sklearn.neighbors import radius_neighbors_graph
 
-from .._validation import check_choice, check_int, check_points, check_random_state, check_real
+from .._validation import (
+    as_float_array,
+    check_choice,
+    check_finite,
+    check_int,
+    check_n_features,
+    check_points,
+    check_random_state,
+    check_real,
+)
 from ..core.seeds import draw_seed
-from .ldp import check_budget, check_clients, laplace_ldp
+from .ldp import check_budget, check_clients, check_distinct, laplace_ldp, nearest_center
 from .merge_tree import superlevel_persistence
 
 __all__ = ["GravitationalFederatedClustering", "gravitational_potential", "knn_graph",
@@ -206,9 +214,16 @@ def gravitational_potential(G, C, w, p: float = 2.0, delta: float = 1.0,
     -------
     ndarray of shape (m,)
     """
-    G = np.asarray(G, dtype=np.float64)
-    C = np.asarray(C, dtype=np.float64)
-    w = np.asarray(w, dtype=np.float64)
+    G = check_points(G, "G")
+    C = check_points(C, "C")
+    check_n_features(G, C.shape[1], "the centroids C have", name="G")
+    w = check_finite(as_float_array(w, "w"), "w")
+    if w.shape != (C.shape[0],):
+        raise ValueError(f"w must hold one mass per centroid, shape ({C.shape[0]},), got "
+                         f"{w.shape}")
+    check_real(p, "p", low=0.0, low_open=True)
+    check_real(delta, "delta", low=0.0, low_open=True)
+    check_int(chunk, "chunk", low=1)
     E = np.empty(G.shape[0])
     # ||g - c||^2 + delta as one matrix product of augmented rows:
     # [g, 1, |g|^2] . [-2c, |c|^2 + delta, 1]
@@ -345,6 +360,7 @@ class GravitationalFederatedClustering(ClusterMixin, BaseEstimator):
             masses.append(w)
         S, w = np.vstack(cents), np.concatenate(masses)
         self.centroids_, self.masses_ = S, w
+        check_distinct(S, self.n_clusters, type(self).__name__, "uploaded centroid(s)")
         m = max(int(np.ceil(alpha * S.shape[0])), self.n_clusters + 1)
         G = rng.uniform(S.min(axis=0), S.max(axis=0), size=(m, S.shape[1]))
         E = gravitational_potential(G, S, w, self.p, delta)
@@ -361,7 +377,9 @@ class GravitationalFederatedClustering(ClusterMixin, BaseEstimator):
         self.n_peaks_ = int(tree.peaks.size)
         self.delta_ = delta
         self.peaks_ = tree.peaks[:self.n_clusters]
-        self.cluster_centers_, self.fallback_ = self._centers(G, E, tree, self.peaks_)
+        centers, self.fallback_ = self._centers(G, E, tree, self.peaks_)
+        check_distinct(centers, self.n_clusters, type(self).__name__, "centre(s)")
+        self.cluster_centers_ = centers
         return self
 
     def _centers(self, G, E, tree, chosen) -> tuple[np.ndarray, str | None]:
@@ -385,10 +403,4 @@ class GravitationalFederatedClustering(ClusterMixin, BaseEstimator):
 
     def predict(self, X) -> np.ndarray:
         """Index of the nearest cluster centre for each record."""
-        if not hasattr(self, "cluster_centers_"):
-            raise NotFittedError("this GravitationalFederatedClustering is not fitted yet")
-        X = check_points(X)
-        if X.shape[1] != self.cluster_centers_.shape[1]:
-            raise ValueError(f"X has {X.shape[1]} features, the model "
-                             f"{self.cluster_centers_.shape[1]}")
-        return cdist(X, self.cluster_centers_).argmin(axis=1)
+        return nearest_center(self, X)

@@ -21,10 +21,13 @@ budgets are fine (the noise just becomes negligible).
 from __future__ import annotations
 
 import numpy as np
+from scipy.spatial.distance import cdist
+from sklearn.exceptions import NotFittedError
 
-from .._validation import check_points, check_random_state, check_real
+from .._validation import check_n_features, check_points, check_random_state, check_real
 
-__all__ = ["MAX_LAPLACE_SCALE", "check_budget", "check_clients", "laplace_ldp"]
+__all__ = ["MAX_LAPLACE_SCALE", "check_budget", "check_clients", "check_distinct",
+           "laplace_ldp", "nearest_center"]
 
 #: Largest supported Laplace scale ``sensitivity / epsilon`` (see the module docstring).
 MAX_LAPLACE_SCALE = 1e50
@@ -75,6 +78,52 @@ def check_clients(client_datasets) -> list[np.ndarray]:
     if len(dims) > 1:
         raise ValueError(f"clients have different dimensions {sorted(dims)}")
     return out
+
+
+def check_distinct(points: np.ndarray, n_clusters: int, owner: str, what: str) -> None:
+    """Raise unless ``points`` holds at least ``n_clusters`` distinct rows.
+
+    Every clustering method promises ``n_clusters`` distinct centres; fewer distinct
+    uploads (identical records, noise too small to separate them) cannot give them.
+
+    Parameters
+    ----------
+    points : ndarray of shape (m, d)
+        What the server received, or the centres it found.
+    n_clusters : int
+        The centres asked for.
+    owner : str
+        The method's name, first in the message.
+    what : str
+        What ``points`` are, e.g. ``"uploaded centroid(s)"``.
+    """
+    distinct = len(np.unique(points, axis=0))
+    if distinct < n_clusters:
+        raise ValueError(
+            f"{owner} has {distinct} distinct {what}, fewer than n_clusters={n_clusters}, "
+            "so it cannot return n_clusters centres")
+
+
+def nearest_center(estimator, X) -> np.ndarray:
+    """Index of the nearest of ``estimator.cluster_centers_`` for each record of ``X``.
+
+    Parameters
+    ----------
+    estimator : fitted clustering estimator
+        Has ``cluster_centers_`` (else ``NotFittedError``).
+    X : array-like of shape (n, d)
+        Records with the dimension the estimator was fitted on.
+
+    Returns
+    -------
+    ndarray of int, shape (n,)
+    """
+    name = type(estimator).__name__
+    if not hasattr(estimator, "cluster_centers_"):
+        raise NotFittedError(f"this {name} is not fitted yet")
+    X = check_points(X)
+    check_n_features(X, estimator.cluster_centers_.shape[1], f"this {name} was fitted on")
+    return cdist(X, estimator.cluster_centers_).argmin(axis=1)
 
 
 def laplace_ldp(X, epsilon: float, sensitivity: float, random_state=None) -> np.ndarray:

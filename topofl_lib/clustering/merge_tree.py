@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+from .._validation import as_float_array
+
 __all__ = ["MergeTree", "superlevel_persistence"]
 
 
@@ -107,7 +109,7 @@ def superlevel_persistence(values, graph) -> MergeTree:
     -------
     MergeTree
     """
-    values = np.asarray(values, dtype=np.float64)
+    values = as_float_array(values, "values")
     m = values.size
     if values.ndim != 1 or m == 0:
         raise ValueError(f"values must be a non-empty 1-D array, got shape {values.shape}")

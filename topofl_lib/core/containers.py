@@ -130,7 +130,8 @@ class FederatedScenario:
     name : str
         Labels the results (``"healthcare"``, ...).
     clients : list of Client
-        At least one; all with the same number of features.
+        At least one; all with the same number of features and the same ``n_classes``
+        (a client may hold only some of the classes).
     meta : dict, optional
         Generator details (e.g. ``"groups"``); ``meta["evaluation"]``, a dict with
         ``"evaluate_on"`` and ``"standardise"``, sets the methods' defaults.
@@ -144,6 +145,12 @@ class FederatedScenario:
     schedule: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.clients, (list, tuple)):
+            raise TypeError(f"clients must be a list of Client, got "
+                            f"{type(self.clients).__name__}")
+        if not isinstance(self.schedule, dict):
+            raise TypeError(f"schedule must be a dict {{round: clients}}, got "
+                            f"{type(self.schedule).__name__}")
         if len(self.clients) == 0:
             raise ValueError("a scenario needs at least one client")
         lists = [self.clients, *self.schedule.values()]
@@ -154,6 +161,15 @@ class FederatedScenario:
         dims = {c.X_train.shape[1] for cl in lists for c in cl}
         if len(dims) != 1:
             raise ValueError(f"clients have different feature dimensions {sorted(dims)}")
+        first = self.clients[0].n_classes
+        for where, cl in zip(("", *(f" of schedule[{r}]" for r in self.schedule)), lists,
+                             strict=True):
+            for k, c in enumerate(cl):
+                if c.n_classes != first:
+                    raise ValueError(
+                        f"client {k}{where} has n_classes={c.n_classes} but client 0 has "
+                        f"n_classes={first}; the clients of a scenario share one label set "
+                        "(a client that misses some classes keeps the scenario's n_classes)")
         for r, cl in self.schedule.items():
             check_int(r, "schedule round", low=1)
             if len(cl) != len(self.clients):

@@ -82,12 +82,12 @@ Every client's ``group`` is 0 (these generators have no latent client types).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from sklearn.datasets import make_classification
 
-from .._validation import check_int, check_random_state, check_real
+from .._validation import check_int, check_random_state, check_range, check_real
 from ..core.containers import ATTACKS, Client, FederatedScenario
 from ..core.seeds import draw_seed
 
@@ -218,20 +218,18 @@ def paper_healthcare(
     check_int(n_features, "n_features", low=2)
     check_int(n_informative, "n_informative", low=1, high=n_features)
     check_int(n_redundant, "n_redundant", low=0, high=n_features - n_informative)
-    lo, hi = size_range
     check_int(min_test, "min_test", low=1)
-    check_int(lo, "size_range[0]", low=min_test + 2)
-    check_int(hi, "size_range[1]", low=lo + 1)
-    r_lo, r_hi = mortality_range
-    check_real(r_lo, "mortality_range[0]", low=0.0, low_open=True)
-    check_real(r_hi, "mortality_range[1]", low=r_lo, high=1.0)
+    lo, hi = check_range(size_range, "size_range", check_int, low=min_test + 2)
+    if hi == lo:
+        raise ValueError(f"size_range must be (low, high) with low < high (sizes are drawn "
+                         f"from [low, high)), got {size_range!r}")
+    r_lo, r_hi = check_range(mortality_range, "mortality_range", check_real, low=0.0,
+                             low_open=True, high=1.0)
     if r_hi >= 1.0:
         raise ValueError(f"mortality_range[1] must be < 1, got {r_hi}")
     check_int(pool_size, "pool_size", low=100)
     check_real(shift_sd, "shift_sd", low=0.0)
-    s_lo, s_hi = scale_range
-    check_real(s_lo, "scale_range[0]", low=0.0, low_open=True)
-    check_real(s_hi, "scale_range[1]", low=s_lo)
+    s_lo, s_hi = check_range(scale_range, "scale_range", check_real, low=0.0, low_open=True)
     check_real(negative_shift, "negative_shift")
     check_real(flip_fraction, "flip_fraction", low=0.0, high=1.0)
     check_real(test_size, "test_size", low=0.0, low_open=True, high=0.9)
@@ -327,19 +325,20 @@ def paper_benchmark(
     check_int(n_informative, "n_informative", low=1, high=n_features)
     check_int(n_redundant, "n_redundant", low=0, high=n_features - n_informative)
     check_int(n_classes, "n_classes", low=2)
-    positive = (np.arange(2, n_classes) if positive_classes is None
-                else np.asarray(list(positive_classes)))
-    for c in positive:
-        check_int(c, "positive_classes entry", low=0, high=n_classes - 1)
+    if positive_classes is None:
+        positive = np.arange(2, n_classes)
+    elif isinstance(positive_classes, (str, bytes)) or not isinstance(positive_classes, Iterable):
+        raise TypeError(f"positive_classes must be a sequence of class indices, got "
+                        f"{positive_classes!r}")
+    else:
+        positive = np.asarray([check_int(c, f"positive_classes[{i}]", low=0, high=n_classes - 1)
+                               for i, c in enumerate(positive_classes)], dtype=np.int64)
     if positive.size == 0 or np.unique(positive).size == n_classes:
         raise ValueError(f"positive_classes must be a non-empty proper subset of "
                          f"0..{n_classes - 1}, got {positive.tolist()}")
-    lo, hi = size_range
-    check_int(lo, "size_range[0]", low=10)
-    check_int(hi, "size_range[1]", low=lo)
-    f_lo, f_hi = imbalance_range
-    check_real(f_lo, "imbalance_range[0]", low=0.0, low_open=True)
-    check_real(f_hi, "imbalance_range[1]", low=f_lo)
+    lo, hi = check_range(size_range, "size_range", check_int, low=10)
+    f_lo, f_hi = check_range(imbalance_range, "imbalance_range", check_real, low=0.0,
+                             low_open=True)
     if f_hi >= 1.0:
         raise ValueError(f"imbalance_range[1] must be < 1, got {f_hi}")
     check_int(pool_size, "pool_size", low=100)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.cluster import KMeans
 
-from .._validation import check_int, check_points, check_random_state
+from .._validation import check_class_labels, check_int, check_points, check_random_state
 from ..core.seeds import draw_seed
 
 __all__ = ["kmeans_noniid_partition"]
@@ -39,7 +39,7 @@ def kmeans_noniid_partition(X, y, n_clients: int = 10, random_state=None) -> lis
         Sorted row indices of each client; every record belongs to exactly one client.
     """
     X = check_points(X)
-    y = np.asarray(y)
+    y = check_class_labels(y)
     if y.shape != (X.shape[0],):
         raise ValueError(f"y must have shape ({X.shape[0]},), got {y.shape}")
     check_int(n_clients, "n_clients", low=1)

@@ -40,7 +40,13 @@ from scipy.optimize import brentq
 from scipy.special import expit
 from sklearn.model_selection import train_test_split
 
-from .._validation import check_choice, check_int, check_random_state, check_real
+from .._validation import (
+    check_choice,
+    check_int,
+    check_random_state,
+    check_range,
+    check_real,
+)
 from ..core.containers import ATTACKS, Client, FederatedScenario
 from ..core.registry import get_scenario, register_scenario, registered_scenarios
 from ..core.seeds import draw_seed
@@ -63,18 +69,6 @@ PROTOCOLS = ("ours", "paper")
 
 def _check_protocol(protocol: str) -> str:
     return check_choice(protocol, "protocol", PROTOCOLS)
-
-
-def _check_range(value, name: str, check, **bounds) -> tuple:
-    """``(low, high)`` of a range parameter: two values passing ``check``, low <= high."""
-    try:
-        low, high = value
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a pair (low, high), got {value!r}") from None
-    low, high = check(low, f"{name}[0]", **bounds), check(high, f"{name}[1]", **bounds)
-    if low > high:
-        raise ValueError(f"{name} must be (low, high) with low <= high, got {value!r}")
-    return low, high
 
 
 def _check_test_size(test_size) -> float:
@@ -204,8 +198,8 @@ def make_healthcare(
     check_real(signal, "signal", low=0.0, low_open=True)
     if attack not in ATTACKS:
         raise ValueError(f"unknown attack {attack!r}; expected one of {list(ATTACKS)}")
-    lo, hi = _check_range(size_range, "size_range", check_int, low=10)
-    mortality_range = _check_range(mortality_range, "mortality_range", check_real,
+    lo, hi = check_range(size_range, "size_range", check_int, low=10)
+    mortality_range = check_range(mortality_range, "mortality_range", check_real,
                                    low=0.01, high=0.99)
     _check_test_size(test_size)
     check_real(attack_scale, "attack_scale", low=0.0, low_open=True)
@@ -314,8 +308,8 @@ def make_benchmark(
     check_int(n_features, "n_features", low=2)
     check_int(n_informative, "n_informative", low=1, high=n_features)
     check_real(class_sep, "class_sep", low=0.0, low_open=True)
-    lo, hi = _check_range(size_range, "size_range", check_int, low=10)
-    imbalance_range = _check_range(imbalance_range, "imbalance_range", check_real,
+    lo, hi = check_range(size_range, "size_range", check_int, low=10)
+    imbalance_range = check_range(imbalance_range, "imbalance_range", check_real,
                                    low=0.0, high=1.0)
     _check_test_size(test_size)
     rng = check_random_state(random_state)
@@ -391,7 +385,7 @@ def make_continual(
     check_int(n_rounds, "n_rounds", low=2)
     check_int(n_shifted, "n_shifted", low=0, high=n_clients)
     check_int(shift_round, "shift_round", low=1, high=n_rounds - 1)
-    size_range = _check_range(size_range, "size_range", check_int, low=10)
+    size_range = check_range(size_range, "size_range", check_int, low=10)
     check_int(pool_size, "pool_size", low=size_range[1])
     rng = check_random_state(random_state)
     seeds = draw_seed(rng, size=2)

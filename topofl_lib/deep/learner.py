@@ -27,9 +27,10 @@ import torch
 from sklearn.base import BaseEstimator
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
-from .._validation import check_choice, check_int, check_real
+from .._validation import as_float_array, check_choice, check_int, check_real
 from ..core.seeds import draw_seed
-from .models import MODELS, make_model
+from ..storage import register_storable
+from .models import IMAGE_SIZES, MODELS, make_model
 
 __all__ = ["TorchLearner", "TorchModel", "resolve_device"]
 
@@ -56,6 +57,7 @@ def _image_shape(n_features: int, image_shape) -> tuple[int, int, int]:
                      "give image_shape=(channels, H, W)")
 
 
+@register_storable
 class TorchModel(BaseEstimator):
     """Specification of a torch network for the federated algorithms.
 
@@ -105,6 +107,12 @@ class TorchModel(BaseEstimator):
         check_int(self.eval_batch_size, "eval_batch_size", low=1)
         check_int(self.n_threads, "n_threads", low=1)
         shape = _image_shape(n_features, self.image_shape)
+        size = IMAGE_SIZES.get(self.architecture)
+        if size is not None and shape[1:] != size:
+            raise ValueError(
+                f"architecture={self.architecture!r} takes {size[0]}x{size[1]} images, but "
+                f"the {n_features} features make images of shape {shape} (image_shape="
+                f"{self.image_shape!r}); pick the architecture built for this size")
         torch.set_num_threads(self.n_threads)
         seed = draw_seed(rng)
         torch.manual_seed(seed)
@@ -113,6 +121,7 @@ class TorchModel(BaseEstimator):
                             resolve_device(self.device))
 
 
+@register_storable
 class TorchLearner:
     """A network seen through flat parameter vectors (see the module docstring).
 
@@ -143,6 +152,49 @@ class TorchLearner:
         self._params = list(self.net.parameters())
         self.n_params = sum(p.numel() for p in self._params)
 
+    # -- storage (topofl_lib.storage: data only) ---------------------------------------
+    def to_data(self) -> dict:
+        """The learner as data (:mod:`topofl_lib.storage`): how to rebuild the network,
+        and its weights.
+
+        Returns
+        -------
+        dict
+            Architecture, image shape, classes, momentum, evaluation batch size, device
+            type and the network's ``state_dict`` as arrays.
+        """
+        architecture = getattr(self.net, "architecture", None)
+        if architecture not in MODELS:
+            raise TypeError("only a TorchLearner whose network make_model built can be "
+                            f"stored, not one holding a {type(self.net).__qualname__}")
+        weights = {k: v.detach().cpu().numpy() for k, v in self.net.state_dict().items()}
+        return {"architecture": architecture, "image_shape": list(self.image_shape),
+                "n_classes": int(self.n_classes), "momentum": float(self.momentum),
+                "eval_batch_size": int(self.eval_batch_size), "device": self.device.type,
+                "weights": weights}
+
+    @classmethod
+    def from_data(cls, state: dict) -> TorchLearner:
+        """Rebuild a stored learner (on the CPU when its CUDA device is absent).
+
+        Parameters
+        ----------
+        state : dict
+            What :meth:`to_data` returned.
+
+        Returns
+        -------
+        TorchLearner
+            The learner, its network holding the stored weights.
+        """
+        net = make_model(state["architecture"], in_channels=int(state["image_shape"][0]),
+                         n_classes=int(state["n_classes"]))
+        net.load_state_dict({k: torch.from_numpy(np.array(v))
+                             for k, v in state["weights"].items()})
+        device = resolve_device("auto" if state["device"] == "cuda" else "cpu")
+        return cls(net, state["image_shape"], state["n_classes"], state["momentum"],
+                   state["eval_batch_size"], device)
+
     # -- vectors ---------------------------------------------------------------------
     def init_params(self, data=None) -> np.ndarray:
         return parameters_to_vector(self._params).detach().cpu().numpy().astype(np.float32)
@@ -160,8 +212,24 @@ class TorchLearner:
 
     # -- data ------------------------------------------------------------------------
     def images(self, X) -> torch.Tensor:
-        X = torch.as_tensor(np.asarray(X, dtype=np.float32), device=self.device)
-        return X.reshape(-1, *self.image_shape)
+        """Flattened images ``X`` (n, C*H*W) as a tensor (n, C, H, W) on the device.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Flattened images of the size the network was built for.
+
+        Returns
+        -------
+        torch.Tensor of shape (n_samples, C, H, W)
+        """
+        X = as_float_array(X, "X", dtype=np.float32)
+        size = int(np.prod(self.image_shape))
+        if X.ndim != 2 or X.shape[1] != size:
+            raise ValueError(f"X must be flattened images of shape (n, {size}) for this "
+                             f"network, built for images of shape {self.image_shape}; got "
+                             f"shape {X.shape}")
+        return torch.as_tensor(X, device=self.device).reshape(-1, *self.image_shape)
 
     def client_data(self, X: np.ndarray, y: np.ndarray):
         """A client's data as tensors on the device (labels checked against ``n_classes``).

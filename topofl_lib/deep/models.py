@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["MODELS", "BlockNet", "make_model"]
+__all__ = ["IMAGE_SIZES", "MODELS", "BlockNet", "make_model"]
 
 
 class BlockNet(nn.Module):
@@ -137,6 +137,9 @@ def _resnet18_cifar(in_channels: int = 3, n_classes: int = 10) -> BlockNet:
 
 #: Architectures by name.
 MODELS = {"fmnist_cnn": _fmnist_cnn, "digits_cnn": _digits_cnn, "resnet18_cifar": _resnet18_cifar}
+#: The (height, width) of the images each architecture takes (``None``: any size; the
+#: ResNet pools adaptively); the fully connected necks of the CNNs fix theirs.
+IMAGE_SIZES = {"fmnist_cnn": (28, 28), "digits_cnn": (8, 8), "resnet18_cifar": None}
 
 
 def make_model(name: str, in_channels: int = 1, n_classes: int = 10) -> BlockNet:
@@ -158,4 +161,6 @@ def make_model(name: str, in_channels: int = 1, n_classes: int = 10) -> BlockNet
     """
     if name not in MODELS:
         raise ValueError(f"unknown architecture {name!r}; expected one of {list(MODELS)}")
-    return MODELS[name](in_channels=in_channels, n_classes=n_classes)
+    net = MODELS[name](in_channels=in_channels, n_classes=n_classes)
+    net.architecture = name  # how a stored learner rebuilds it (TorchLearner.to_data)
+    return net

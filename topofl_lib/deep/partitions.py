@@ -31,7 +31,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_choice, check_int, check_random_state, check_real
+from .._validation import (
+    check_choice,
+    check_class_labels,
+    check_int,
+    check_labels,
+    check_random_state,
+    check_real,
+)
 
 __all__ = ["DEFAULT_PARAMS", "PARTITIONS", "label_distribution", "noise_levels",
            "partition_indices"]
@@ -115,9 +122,7 @@ def partition_indices(y, kind: str, n_clients: int = 5, param=None, min_size: in
     check_choice(kind, "kind", PARTITIONS)
     check_int(n_clients, "n_clients", low=1)
     check_int(min_size, "min_size", low=1)
-    y = np.asarray(y)
-    if y.ndim != 1 or y.size == 0:
-        raise ValueError(f"y must be a non-empty 1-D array of labels, got shape {y.shape}")
+    y = check_class_labels(y)
     if y.size < n_clients * min_size:
         raise ValueError(f"{y.size} samples cannot give {n_clients} clients "
                          f"min_size={min_size} each")
@@ -172,8 +177,11 @@ def label_distribution(y, parts: list[np.ndarray], n_classes: int | None = None)
     ndarray of shape (n_clients, n_classes)
         Label frequencies per client (an empty client's row is zero).
     """
-    y = np.asarray(y)
-    C = int(y.max()) + 1 if n_classes is None else n_classes
+    y = check_class_labels(y)
+    if y.dtype.kind not in "iub" or y.min() < 0:
+        raise ValueError(f"y must hold integer labels 0, 1, ..., got {np.unique(y)[:10].tolist()}")
+    C = int(y.max()) + 1 if n_classes is None else check_int(n_classes, "n_classes", low=1)
+    check_labels(y, y.size, "y", require_both=False, n_classes=C)
     for k, p in enumerate(parts):
         p = np.asarray(p)
         if p.size and (p.dtype.kind not in "iu" or p.min() < -y.size or p.max() >= y.size):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.cluster import AgglomerativeClustering
 
-from .._validation import check_finite, check_int, check_points, check_real
+from .._validation import as_float_array, check_finite, check_int, check_points, check_real
 from ..topology.distances import descriptor_distances, normalise_descriptors
 
 __all__ = [
@@ -25,7 +25,7 @@ __all__ = [
 
 
 def _check_square(D, name="D") -> np.ndarray:
-    D = np.asarray(D, dtype=np.float64)
+    D = as_float_array(D, name)
     if D.ndim != 2 or D.shape[0] != D.shape[1]:
         raise ValueError(f"{name} must be a square distance matrix, got shape {D.shape}")
     if not np.all(np.isfinite(D)):
@@ -35,7 +35,7 @@ def _check_square(D, name="D") -> np.ndarray:
 
 def _check_per_client(a, name: str, K: int, *, positive: bool = False) -> np.ndarray:
     """A finite, non-negative float vector of shape (K,) (positive if asked)."""
-    a = np.asarray(a, dtype=np.float64)
+    a = as_float_array(a, name)
     if a.shape != (K,):
         raise ValueError(f"{name} must have shape ({K},), got {a.shape}")
     check_finite(a, name)
@@ -268,9 +268,10 @@ def server_state(descriptors, sizes, n_clusters: int, tau: float, use_trust: boo
         ``"distances"``, ``"labels"``, ``"trust"``, ``"z"``, ``"weights"``,
         ``"cluster_sizes"`` and ``"consensus_weights"`` (arrays).
     """
-    descriptors = np.asarray(descriptors, dtype=np.float64)
+    descriptors = check_points(descriptors, "descriptors")
     K = descriptors.shape[0]
-    D = descriptor_distances(descriptors) if distances is None else np.asarray(distances)
+    D = (descriptor_distances(descriptors) if distances is None
+         else _check_square(distances, "distances"))
     labels = cluster_clients(D, n_clusters) if labels is None else _check_labels(labels, K)
     trust, z = trust_weights(D, tau)
     if not use_trust:
@@ -314,15 +315,28 @@ def aggregate_round(local_models, labels, weights, cluster_sizes, beta: float,
     ndarray of shape (M, dim)
         The blended cluster models.
     """
-    models = np.asarray(local_models, dtype=np.float64)
-    labels = np.asarray(labels)
-    weights = np.asarray(weights, dtype=np.float64)
     if responded is None:
-        return blend_clusters(cluster_models(models, labels, weights), cluster_sizes, beta)
-    responded = np.asarray(responded, dtype=bool)
+        return blend_clusters(cluster_models(local_models, labels, weights), cluster_sizes,
+                              beta)
+    models = as_float_array(local_models, "local_models")
+    if models.ndim != 2 or models.shape[0] == 0:
+        raise ValueError(f"local_models must be 2-D (K, dim), got shape {models.shape}")
+    K = models.shape[0]
+    labels = _check_labels(labels, K)
+    weights = _check_per_client(weights, "weights", K)
+    responded = np.asarray(responded)
+    if responded.shape != (K,) or responded.dtype.kind != "b":
+        raise ValueError(f"responded must be {K} booleans (one per client), got "
+                         f"{responded.tolist()[:10]}")
+    check_finite(models[responded], "local_models (rows of the responding clients)")
     M = int(labels.max()) + 1
     if previous is None and not all(responded[labels == j].any() for j in range(M)):
         raise ValueError("a cluster has no responding client and no previous model")
+    if previous is not None:
+        previous = check_points(previous, "previous")
+        if previous.shape != (M, models.shape[1]):
+            raise ValueError(f"previous must have shape ({M}, {models.shape[1]}), got "
+                             f"{previous.shape}")
     theta = np.zeros((M, models.shape[1]))
     for j in range(M):
         m = (labels == j) & responded
@@ -330,5 +344,5 @@ def aggregate_round(local_models, labels, weights, cluster_sizes, beta: float,
             w = weights[m] / weights[m].sum()
             theta[j] = w @ models[m]
         else:
-            theta[j] = np.asarray(previous, dtype=np.float64)[j]
+            theta[j] = previous[j]
     return blend_clusters(theta, cluster_sizes, beta)

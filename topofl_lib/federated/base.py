@@ -35,6 +35,7 @@ from .._validation import (
     check_choice,
     check_finite,
     check_int,
+    check_n_features,
     check_points,
     check_random_state,
     check_real,
@@ -278,6 +279,7 @@ class FederatedAlgorithm(BaseEstimator):
             self.learner_ = LogisticLearner(self.C)
         else:
             self.learner_ = self.model.make_learner(clients[0].X_train.shape[1], self._rng)
+        self._check_classes(scenario)
         self._w_init = self.learner_.init_params(None)
         self._prepare(scenario)
         self._data, self._tests = [None] * K, [None] * K
@@ -317,6 +319,23 @@ class FederatedAlgorithm(BaseEstimator):
         }
         return self
 
+    def _check_classes(self, scenario: FederatedScenario) -> None:
+        """Refuse clients with more classes than the model can tell apart."""
+        n_data = scenario.clients[0].n_classes  # one label set per scenario (Client)
+        n_model = getattr(self.learner_, "n_classes", n_data)
+        if n_data <= n_model:
+            return
+        labels = np.unique(np.concatenate([np.unique(c.y_train) for cl in (
+            scenario.clients, *scenario.schedule.values()) for c in cl]))
+        if self.model is None:
+            what = ("the logistic model (model=None) supports binary labels 0/1 only; pass "
+                    f"model=TorchModel(n_classes={n_data})")
+        else:
+            what = (f"the model has {n_model} classes, so labels must lie in "
+                    f"0..{n_model - 1} (model={self.model!r})")
+        raise ValueError(f"the clients have n_classes={n_data} (training labels "
+                         f"{labels.tolist()}), but {what}")
+
     def _prepare(self, scenario: FederatedScenario) -> None:
         """Hook run before the features are built (pTopoFL computes descriptors here)."""
 
@@ -346,9 +365,7 @@ class FederatedAlgorithm(BaseEstimator):
             raise ValueError(f"this {type(self).__name__} is not fitted yet; call fit first")
         check_int(client, "client", low=0, high=self.n_clients_ - 1)
         X = check_points(X, "X")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but this {type(self).__name__} "
-                             f"was fitted on {self.n_features_in_}")
+        check_n_features(X, self.n_features_in_, f"this {type(self).__name__} was fitted on")
         if self.evaluation_["standardise"]:
             raw = self.scenario_.clients_at(self.n_rounds - 1)[client]
             X = client_scaler(raw).transform(X)

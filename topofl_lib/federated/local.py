@@ -34,6 +34,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy.special import expit
 
+from ..storage import register_storable
 from .metrics import accuracy, roc_auc
 
 __all__ = ["LogisticLearner", "add_bias", "client_streams", "logistic_gradient", "local_sgd",
@@ -146,6 +147,7 @@ def local_sgd(
     return w, steps
 
 
+@register_storable
 class LogisticLearner:
     """L2-regularised logistic regression (the paper's local model for Scenarios A/B).
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import rankdata
 
-from .._validation import check_finite, check_real
+from .._validation import as_float_array, check_finite, check_real
 
 __all__ = ["accuracy", "convergence_round", "roc_auc"]
 
 
 def _check_scored(y_true, scores, name: str) -> tuple[np.ndarray, np.ndarray]:
-    y, s = np.asarray(y_true), np.asarray(scores, dtype=np.float64)
+    y, s = np.asarray(y_true), as_float_array(scores, name)
     if y.ndim != 1 or s.shape != y.shape:
         raise ValueError(f"y_true and {name} must be 1-D of the same length, got shapes "
                          f"{y.shape} and {s.shape}")
@@ -83,7 +83,7 @@ def convergence_round(curve, fraction: float = 0.95) -> int:
     -------
     int
     """
-    curve = np.asarray(curve, dtype=np.float64)
+    curve = as_float_array(curve, "curve")
     if curve.ndim != 1 or curve.size == 0:
         raise ValueError(f"curve must be a non-empty 1-D array, got shape {curve.shape}")
     check_finite(curve, "curve", hint=" (AUC is NaN for multi-class models: use accuracy)")

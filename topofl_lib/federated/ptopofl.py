@@ -50,7 +50,14 @@ from functools import partial
 
 import numpy as np
 
-from .._validation import check_bool, check_choice, check_int, check_real
+from .._validation import (
+    as_float_array,
+    check_bool,
+    check_choice,
+    check_finite,
+    check_int,
+    check_real,
+)
 from ..core.seeds import draw_seed
 from ..topology.descriptor import H1_GRIDS, client_topology
 from ..topology.distances import DISTANCES, diagram_distances, normalise_descriptors
@@ -72,9 +79,10 @@ def signature_drift(signatures) -> np.ndarray:
     l2-normalised signature and its first one. Used by :class:`PTopoFL` and by the
     Flower strategy (:mod:`topofl_lib.flower`).
     """
-    sig = np.asarray(signatures, dtype=np.float64)
+    sig = as_float_array(signatures, "signatures")
     if sig.ndim != 3 or sig.shape[0] == 0:
         raise ValueError(f"signatures must have shape (n_rounds, K, dim), got {sig.shape}")
+    check_finite(sig, "signatures")
     normed = np.stack([normalise_descriptors(s) for s in sig])
     return np.linalg.norm(normed - normed[0], axis=2).mean(axis=0)
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from sklearn.decomposition import PCA
 
-from .._validation import check_int
+from .._validation import as_float_array, check_int
 from ..topology.cubical import resolve_backend
 from .embedding import TopologicalEmbedding
 
@@ -141,7 +141,7 @@ def tal_step_time(learner_or_net, X, block: str, repeats: int = 5,
     import torch.nn.functional as F
 
     net = getattr(learner_or_net, "net", learner_or_net)
-    X = torch.as_tensor(np.asarray(X, dtype=np.float32))
+    X = torch.as_tensor(as_float_array(X, "X", dtype=np.float32))
     with torch.no_grad():
         acts = net.block_output(X, block)
         te = TopologicalEmbedding(backend=backend).fit(acts)

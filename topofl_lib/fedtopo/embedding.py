@@ -46,7 +46,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from .._validation import check_choice, check_int, check_real
+from .._validation import as_float_array, check_choice, check_int, check_real
 from ..topology.cubical import CUBICAL_BACKENDS, batch_pairs, gather_values
 
 __all__ = ["TopologicalEmbedding", "persistence_image"]
@@ -152,7 +152,9 @@ class TopologicalEmbedding(TransformerMixin, BaseEstimator):
         import torch
 
         t = activations if isinstance(activations, torch.Tensor) else torch.as_tensor(
-            np.asarray(activations, dtype=np.float32))
+            as_float_array(activations, "activations", dtype=np.float32))
+        if t.is_complex():
+            raise TypeError("activations must hold real numbers, got a complex tensor")
         if t.ndim != 4:
             raise ValueError(
                 f"activations must have shape (n_samples, channels, H, W), got {tuple(t.shape)}")

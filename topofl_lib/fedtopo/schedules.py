@@ -44,7 +44,15 @@ from collections import deque
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._validation import check_choice, check_int, check_real
+from .._validation import (
+    as_float_array,
+    check_choice,
+    check_finite,
+    check_int,
+    check_range,
+    check_real,
+)
+from ..storage import register_storable
 
 __all__ = ["SCHEDULES", "AlphaSchedule", "calibrate_loss_range", "imbalance_floor"]
 
@@ -67,7 +75,7 @@ def imbalance_floor(label_counts, alpha_init: float = 0.2) -> float:
     float
         The floor: 0 for balanced labels, ``alpha_init`` for a single class.
     """
-    counts = np.asarray(label_counts, dtype=np.float64)
+    counts = as_float_array(label_counts, "label_counts")
     if (counts.ndim != 1 or counts.size < 2 or not np.all(np.isfinite(counts))
             or np.any(counts < 0) or counts.sum() <= 0):
         raise ValueError(f"label_counts must be a 1-D array of non-negative counts over "
@@ -96,7 +104,11 @@ def calibrate_loss_range(tal_log, quantiles=(10.0, 90.0)) -> tuple[float, float]
     l_min, l_max : float
         The two percentiles of the positive TAL values.
     """
-    log = np.asarray(tal_log, dtype=np.float64)
+    quantiles = check_range(quantiles, "quantiles", check_real, low=0.0, high=100.0)
+    log = check_finite(as_float_array(tal_log, "tal_log"), "tal_log")
+    if log.ndim == 2 and log.shape[1] != 5:
+        raise ValueError(f"tal_log must be a tal_log_ array of shape (n_steps, 5) or the "
+                         f"TAL values, got shape {log.shape}")
     losses = log[:, 4] if log.ndim == 2 else log.ravel()
     losses = losses[losses > 0]
     if losses.size < 2:
@@ -107,6 +119,7 @@ def calibrate_loss_range(tal_log, quantiles=(10.0, 90.0)) -> tuple[float, float]
     return float(lo), float(hi)
 
 
+@register_storable
 class AlphaSchedule(BaseEstimator):
     """One of the four TAL weight schedules; :meth:`start` gives a per-client state.
 
@@ -147,7 +160,7 @@ class AlphaSchedule(BaseEstimator):
         check_int(self.warmup_epochs, "warmup_epochs", low=1)
         check_real(self.decay, "decay", low=0.0)
         check_int(self.window, "window", low=1)
-        lo, hi = (check_real(v, "loss_range") for v in self.loss_range)
+        lo, hi = check_range(self.loss_range, "loss_range", check_real)
         if not lo < hi:
             raise ValueError(f"loss_range must be (low, high) with low < high, "
                              f"got {self.loss_range}")
@@ -188,7 +201,13 @@ class AlphaSchedule(BaseEstimator):
             The alpha used at each step.
         """
         state = self.start(alpha_min)
-        losses = np.asarray(losses, dtype=np.float64)
+        for value, name in ((n_rounds, "n_rounds"), (epochs, "epochs"),
+                            (steps_per_epoch, "steps_per_epoch")):
+            check_int(value, name, low=1)
+        losses = check_finite(as_float_array(losses, "losses"), "losses")
+        if losses.shape != (n_rounds * epochs * steps_per_epoch,):
+            raise ValueError(f"losses must hold one value per step, shape "
+                             f"({n_rounds * epochs * steps_per_epoch},), got {losses.shape}")
         out = np.empty(losses.size)
         t = 0
         for r in range(1, n_rounds + 1):

@@ -26,7 +26,13 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.decomposition import PCA
 
-from .._validation import check_choice, check_int, check_random_state
+from .._validation import (
+    as_float_array,
+    check_choice,
+    check_class_labels,
+    check_int,
+    check_random_state,
+)
 from ..core.seeds import draw_seed
 from ..federated.metrics import roc_auc
 from ..topology.cubical import CUBICAL_BACKENDS
@@ -38,15 +44,25 @@ __all__ = ["TGBS_METRICS", "TopologyGuidedBlockScreening", "sample_pairs"]
 TGBS_METRICS = ("pi_euclidean", "pi_cosine", "bottleneck", "wasserstein")
 
 
+#: Below this fraction of the ordered index pairs, a kind of pair (same-class or
+#: different-class) is drawn directly instead of by rejection (see :func:`sample_pairs`).
+MIN_REJECTION_RATE = 0.01
+
+
 def sample_pairs(y, n_pairs: int, random_state=None) -> tuple[np.ndarray, np.ndarray]:
     """``n_pairs`` random same-class and ``n_pairs`` different-class index pairs.
 
     Returns ``(pairs, same)``: an (2 n_pairs, 2) array and a boolean label per pair.
+    Each kind is uniform over the ordered index pairs ``i != j`` of that kind. Index
+    pairs are drawn uniformly and kept while their kind is still short; a kind that
+    makes up less than :data:`MIN_REJECTION_RATE` of the ordered pairs (one rare class
+    pair among many samples) is drawn directly, class by class, so the draw always
+    ends quickly.
 
     Parameters
     ----------
     y : array-like of shape (n_samples,)
-        Class labels (at least two classes, one with two samples).
+        Class labels (at least two classes, one with two samples; no NaN).
     n_pairs : int
         Pairs of each kind.
     random_state : None, int or Generator
@@ -59,25 +75,52 @@ def sample_pairs(y, n_pairs: int, random_state=None) -> tuple[np.ndarray, np.nda
     same : ndarray of shape (2 * n_pairs,), dtype bool
         Whether each pair shares its class.
     """
-    y = np.asarray(y)
+    y = check_class_labels(y)
     check_int(n_pairs, "n_pairs", low=1)
     rng = check_random_state(random_state)
-    classes, counts = np.unique(y, return_counts=True)
+    classes, label, counts = np.unique(y, return_inverse=True, return_counts=True)
     if classes.size < 2:
         raise ValueError("TGBS needs at least two classes in the validation labels")
     if counts.max() < 2:
         raise ValueError("TGBS needs a class with at least two samples for same-class pairs")
-    same, diff = [], []
-    while len(same) < n_pairs or len(diff) < n_pairs:
-        i, j = rng.integers(y.size, size=2)
-        if i == j:
-            continue
-        if y[i] == y[j] and len(same) < n_pairs:
-            same.append((i, j))
-        elif y[i] != y[j] and len(diff) < n_pairs:
-            diff.append((i, j))
+    n = y.size
+    same_rate = float((counts * (counts - 1)).sum()) / (n * (n - 1))
+    if min(same_rate, 1.0 - same_rate) < MIN_REJECTION_RATE:
+        same, diff = _direct_pairs(label, counts, n_pairs, rng)
+    else:
+        same, diff = [], []
+        while len(same) < n_pairs or len(diff) < n_pairs:
+            i, j = rng.integers(y.size, size=2)
+            if i == j:
+                continue
+            if y[i] == y[j] and len(same) < n_pairs:
+                same.append((i, j))
+            elif y[i] != y[j] and len(diff) < n_pairs:
+                diff.append((i, j))
     pairs = np.array(same + diff)
     return pairs, np.r_[np.ones(n_pairs, bool), np.zeros(n_pairs, bool)]
+
+
+def _direct_pairs(label: np.ndarray, counts: np.ndarray, n_pairs: int,
+                  rng: np.random.Generator) -> tuple[list, list]:
+    """Same- and different-class pairs drawn class by class (:func:`sample_pairs`):
+    a class with probability proportional to its ordered same-class pairs, then two
+    of its members; a first index with probability proportional to the samples of
+    other classes, then one of those."""
+    order = np.argsort(label, kind="stable")  # the samples grouped by class
+    start = np.r_[0, np.cumsum(counts)[:-1]]  # where each class's group begins
+    within = counts * (counts - 1.0)
+    same = []
+    for c in rng.choice(counts.size, size=n_pairs, p=within / within.sum()):
+        i, j = rng.choice(counts[c], size=2, replace=False)
+        same.append((int(order[start[c] + i]), int(order[start[c] + j])))
+    others = label.size - counts[label].astype(np.float64)
+    diff = []
+    for i in rng.choice(label.size, size=n_pairs, p=others / others.sum()):
+        c = label[i]
+        r = int(rng.integers(label.size - counts[c]))  # skip class c's group
+        diff.append((int(i), int(order[r if r < start[c] else r + counts[c]])))
+    return same, diff
 
 
 def _reduce_channels(acts: np.ndarray, n_components: int, rng) -> np.ndarray:
@@ -176,9 +219,11 @@ class TopologyGuidedBlockScreening(BaseEstimator):
         for b in blocks:
             if b not in net.block_names:
                 raise ValueError(f"unknown block {b!r}; this model has {net.block_names}")
-        X = torch.as_tensor(np.asarray(X, dtype=np.float32)) if not isinstance(
+        X = torch.as_tensor(as_float_array(X, "X", dtype=np.float32)) if not isinstance(
             X, torch.Tensor) else X
-        y = np.asarray(y)
+        if X.is_complex() or not bool(torch.isfinite(X).all()):
+            raise ValueError("X must hold finite real pixel values (no NaN, inf or complex)")
+        y = check_class_labels(y)
         if X.ndim != 4 or y.shape != (X.shape[0],):
             raise ValueError(f"X must be (n, channels, H, W) with y of length n; got X "
                              f"{tuple(X.shape)} and y {y.shape}")

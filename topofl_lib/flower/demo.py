@@ -1,6 +1,7 @@
 """``python -m topofl_lib flower``: the healthcare scenario on a real local federation.
 
-Checks its arguments, writes one data file per hospital, starts a SuperLink and eight
+Checks its arguments (and that the ``flower`` extra is installed) before anything is
+written or started, writes one data file per hospital, starts a SuperLink and eight
 SuperNodes on 127.0.0.1 (secure unless ``secure=False``: see
 :class:`~topofl_lib.flower.LocalFederation`), runs the chosen method for the chosen
 rounds, runs the in-process engine on the same data and seed, prints both per-client
@@ -11,15 +12,31 @@ it started.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import numpy as np
 
-from .._validation import check_choice, check_int
+from .._validation import check_bool, check_choice, check_int
+from ..core.seeds import SEED_BOUND
 from ..data.scenarios import make_healthcare
-from .federation import FLOWER_METHODS, LocalFederation, in_process_reference, write_partitions
+from .federation import (
+    FLOWER_METHODS,
+    LocalFederation,
+    check_workdir,
+    in_process_reference,
+    require_flower,
+    write_partitions,
+)
 
-__all__ = ["flower_demo"]
+__all__ = ["MAX_ROUNDS", "MAX_SEED", "flower_demo"]
+
+#: Largest ``rounds``: the in-process engine keeps per-round, per-client scores, and a
+#: Flower round of the demo takes about a second, so 10,000 rounds are hours already.
+MAX_ROUNDS = 10_000
+
+#: Largest ``seed``: what scikit-learn's ``random_state`` and torch's generators accept on
+#: every platform (:data:`topofl_lib.core.seeds.SEED_BOUND`, exclusive). Flower's run
+#: configuration is TOML, whose integers stop at 2**63 - 1.
+MAX_SEED = SEED_BOUND - 1
 
 
 def flower_demo(method: str = "pTopoFL", rounds: int = 15, seed: int = 0,
@@ -31,11 +48,11 @@ def flower_demo(method: str = "pTopoFL", rounds: int = 15, seed: int = 0,
     method : {"pTopoFL", "FedAvg", "FedProx"}, default="pTopoFL"
         The federated method to run.
     rounds : int, default=15
-        Number of communication rounds (at least 1).
+        Number of communication rounds (1 to :data:`MAX_ROUNDS`).
     seed : int, default=0
-        Seed of the healthcare scenario and of the run.
+        Seed of the healthcare scenario and of the run (0 to :data:`MAX_SEED`).
     workdir : str or Path, default="build/flower"
-        Folder for the client partitions, keys, certificates and logs.
+        Folder for the client partitions, keys, certificates and logs (created if missing).
     secure : bool, default=True
         Use TLS and registered SuperNode keys; ``False`` runs the federation insecure.
 
@@ -44,11 +61,20 @@ def flower_demo(method: str = "pTopoFL", rounds: int = 15, seed: int = 0,
     dict
         The Flower run's results (``server_app``'s JSON: per-round entries with ``seconds`` and
         ``scores``, ``seconds``, ``descriptor_bytes``, ``model_bytes``, ...).
+
+    Raises
+    ------
+    TypeError, ValueError
+        A bad argument (the message names it and its value); nothing is written.
+    FlowerNotInstalled
+        ``flwr`` or ``cryptography`` is missing; nothing is written.
     """
     check_choice(method, "method", FLOWER_METHODS)
-    check_int(rounds, "rounds", low=1)
-    check_int(seed, "seed", low=0)
-    workdir = Path(workdir)
+    check_int(rounds, "rounds", low=1, high=MAX_ROUNDS)
+    check_int(seed, "seed", low=0, high=MAX_SEED)
+    secure = check_bool(secure, "secure")
+    workdir = check_workdir(workdir)
+    require_flower()
     scenario = make_healthcare(random_state=seed)
     paths = write_partitions(scenario, workdir / "clients")
     cfg = {"num-rounds": rounds, "seed": seed, "eval-every": 5}

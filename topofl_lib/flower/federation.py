@@ -29,6 +29,7 @@ engine (``rng_streams="per_client"``), for the parity check.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import random
@@ -44,16 +45,70 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._validation import check_choice, check_int, check_real
+from .._validation import check_bool, check_choice, check_int, check_real
 
 if TYPE_CHECKING:
     from ..data.scenarios import FederatedScenario
 
-__all__ = ["FLOWER_METHODS", "LocalFederation", "default_run_config", "in_process_reference",
-           "write_partitions"]
+__all__ = ["FLOWER_METHODS", "FlowerNotInstalled", "LocalFederation", "check_workdir",
+           "default_run_config", "in_process_reference", "require_flower", "write_partitions"]
 
 #: Methods the Flower app runs.
 FLOWER_METHODS = ("pTopoFL", "FedAvg", "FedProx")
+
+
+class FlowerNotInstalled(ModuleNotFoundError):
+    """A package of the ``flower`` extra (``flwr``, ``cryptography``) is not installed."""
+
+
+def require_flower() -> None:
+    """Raise :class:`FlowerNotInstalled` unless the ``flower`` extra is installed.
+
+    Only looks the packages up (``importlib.util.find_spec``): imports nothing.
+    """
+    for name in ("flwr", "cryptography"):
+        if importlib.util.find_spec(name) is None:
+            raise FlowerNotInstalled(f"{name} is not installed: pip install -e .[flower]",
+                                     name=name)
+
+
+def check_workdir(workdir, name: str = "workdir") -> Path:
+    """Return ``workdir`` resolved, if it is a folder this process can write in or create.
+
+    Parameters
+    ----------
+    workdir : str or Path
+        The folder (it need not exist yet).
+    name : str, default="workdir"
+        Parameter name used in error messages.
+
+    Returns
+    -------
+    Path
+        The absolute path. Nothing is created here.
+
+    Raises
+    ------
+    TypeError
+        ``workdir`` is not a path.
+    ValueError
+        It is empty, not a folder, lies under something that is not a folder, or its
+        nearest existing folder is not writable.
+    """
+    if not isinstance(workdir, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path, got {workdir!r} ({type(workdir).__name__})")
+    if not str(workdir):
+        raise ValueError(f"{name} must be a folder, got an empty path")
+    path = Path(workdir).resolve()
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    what = (f"{name} {str(workdir)!r}" if existing == path
+            else f"{name} {str(workdir)!r} cannot be created: {existing}")
+    if not existing.is_dir():
+        raise ValueError(f"{what} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"{what} is not writable")
+    return path
+
 
 def default_run_config() -> dict:
     """The app's run configuration and its defaults (the paper's Table 3 settings).
@@ -159,6 +214,7 @@ class LocalFederation:
 
     def __init__(self, data_paths, workdir, *, secure: bool = True, node_config=None,
                  idle_max: float = 2.0):
+        require_flower()
         self.data_paths = [Path(p).resolve() for p in data_paths]
         if not self.data_paths:
             raise ValueError("data_paths is empty: a federation needs at least one client")
@@ -169,13 +225,13 @@ class LocalFederation:
                                       high=len(self.data_paths) - 1): dict(v)
                             for k, v in (node_config or {}).items()}
         self.idle_max = check_real(idle_max, "idle_max", low=0.02)
-        self.secure = bool(secure)
+        self.secure = check_bool(secure, "secure")
+        self.workdir = check_workdir(workdir)
         if not self.secure:
             warnings.warn("LocalFederation(secure=False): no TLS and no SuperNode "
                           "authentication; any process that can reach the SuperLink's port "
                           "can join the federation and read the models", UserWarning,
                           stacklevel=2)
-        self.workdir = Path(workdir).resolve()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.bin = Path(sys.executable).parent
         self.home = self.workdir / "flwr-home"
@@ -296,10 +352,9 @@ class LocalFederation:
         check_int(k, "k", low=0, high=len(self.data_paths) - 1)
         folder = self.workdir / "nodes" / str(k)
         folder.mkdir(parents=True, exist_ok=True)
-        secret = folder / "superexec.secret"
-        if not secret.exists():
-            secret.write_bytes(os.urandom(32).hex().encode())
-            secret.chmod(0o600)
+        from .security import make_secret
+
+        secret = make_secret(folder / "superexec.secret")  # mode 0600 from the start
         config = {"partition-id": k, "data-path": str(self.data_paths[k]),
                   **self.node_config.get(k, {}), **node_config}
         args = ["--superlink", f"127.0.0.1:{self.port}", "--isolation", "process",
@@ -556,7 +611,9 @@ class _Zygote:
         return int(answer)
 
     def fork(self, argv, log: Path, env: dict, cwd: Path) -> NodeProcess:
-        """Start a node (:func:`topofl_lib.flower.node.main` with ``argv``)."""
+        """Start a node (:func:`topofl_lib.flower.node.main` with ``argv``) logging to
+        ``log``, which exists when this returns (the node appends to it)."""
+        Path(log).touch(mode=0o644)  # whoever reads it next need not wait for the child
         return NodeProcess(self, self._ask({"argv": list(argv), "log": str(log), "env": env,
                                             "cwd": str(cwd)}))
 

@@ -11,10 +11,15 @@
   --auth-supernode-private-key``, the public key for ``flwr supernode register``,
   Flower's own registration of the nodes allowed to join a SuperLink started with
   ``--enable-supernode-auth``.
+* :func:`make_secret`: a SuperNode's SuperExec authentication secret
+  (``flower-supernode --superexec-auth-secret-file``), which its executor presents to
+  the node's Runtime API.
 * :func:`register_nodes`: registers public keys with the real ``flwr supernode
   register`` command, all in one process (``python -m topofl_lib.flower.security``).
 
-Private keys are written with mode 0600 and never leave the federation's folder.
+Private keys and secrets are created with mode 0600 (``os.open`` with ``O_CREAT |
+O_EXCL``: never readable by others, not even for a moment) and never leave the
+federation's folder.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 import os
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +37,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-__all__ = ["TLSFiles", "make_node_key", "make_tls", "register_nodes"]
+__all__ = ["TLSFiles", "make_node_key", "make_secret", "make_tls", "register_nodes"]
 
 
 @dataclass(frozen=True)
@@ -54,10 +60,10 @@ class TLSFiles:
 
 
 def _write(path: Path, data: bytes, private: bool = False) -> Path:
-    """Write ``data``; a private file is created with mode 0600 (never world-readable)."""
+    """Write ``data`` to a new file; a private one is created with mode 0600 (never
+    readable by others: no chmod afterwards). What was at ``path`` is replaced."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        path.unlink()
+    path.unlink(missing_ok=True)  # also a link: O_EXCL refuses to write through one
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o644)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
@@ -160,6 +166,34 @@ def make_node_key(folder, name: str) -> tuple[Path, Path]:
                                            serialization.PublicFormat.OpenSSH)
     return (_write(folder / f"{name}.key", private, private=True),
             _write(folder / f"{name}.pub", public + b"\n"))
+
+
+def make_secret(path) -> Path:
+    """A SuperExec authentication secret at ``path`` (mode 0600), kept if it is one already.
+
+    An existing regular file that only its owner can read or write is kept (a SuperNode
+    and its executor each read it as they start: one rewritten while a node starts could
+    split them); anything else at ``path`` (a secret left readable by others, say) is
+    replaced by a new one: 32 random bytes, as hex.
+
+    Parameters
+    ----------
+    path : str or Path
+        The secret file (its folder is created if missing).
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    path = Path(path)
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        mode = 0
+    if stat.S_ISREG(mode) and not mode & 0o077:
+        return path
+    return _write(path, os.urandom(32).hex().encode(), private=True)
 
 
 def register_nodes(public_keys, superlink: str = "local") -> None:

@@ -49,7 +49,15 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from .._validation import check_finite, check_int, check_points, check_random_state, check_real
+from .._validation import (
+    as_float_array,
+    check_finite,
+    check_int,
+    check_labels,
+    check_points,
+    check_random_state,
+    check_real,
+)
 from ..core.optional import require
 from ..core.seeds import draw_seed
 from ..federated.metrics import roc_auc
@@ -107,7 +115,7 @@ def descriptor_map(descriptor="paper", *, w: np.ndarray | None = None, n_thresho
     if descriptor == "class_conditional":
         return lambda X, y, n_sub, random_state: class_conditional_descriptor(
             X, y, n_sub=n_sub, n_thresholds=n_thresholds, random_state=random_state)
-    w = None if w is None else np.asarray(w, dtype=np.float64)
+    w = None if w is None else as_float_array(w, "w")
     if w is None or w.ndim != 1 or not np.all(np.isfinite(w)):
         raise ValueError("descriptor='model_anchored' needs the broadcast model w, a finite "
                          f"1-D vector (weights, bias), got {w!r}")
@@ -140,13 +148,18 @@ def logistic_data_gradient(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.nd
         The gradient (weights, then bias).
     """
     X = check_points(X)
-    r = expit(X @ w[:-1] + w[-1]) - np.asarray(y, dtype=np.float64)
+    w = check_finite(as_float_array(w, "w"), "w")
+    if w.shape != (X.shape[1] + 1,):
+        raise ValueError(f"w must have {X.shape[1] + 1} entries (weights, bias), got shape "
+                         f"{w.shape}")
+    y = check_labels(y, X.shape[0], require_both=False)
+    r = expit(X @ w[:-1] + w[-1]) - y
     return np.r_[X.T @ r, r.sum()] / X.shape[0]
 
 
 def invert_single_gradient(grad: np.ndarray) -> tuple[np.ndarray, int]:
     """Closed-form inversion of a one-record logistic gradient: ``x = g_w / g_b``."""
-    grad = np.asarray(grad, dtype=np.float64)
+    grad = as_float_array(grad, "grad")
     if grad.ndim != 1 or grad.size < 2:
         raise ValueError(f"grad must be a 1-D gradient (weights then bias), got {grad.shape}")
     if not np.all(np.isfinite(grad)):
@@ -198,8 +211,8 @@ def invert_batch_gradient(
     import torch
 
     torch.set_num_threads(1)
-    grad = np.asarray(grad, dtype=np.float64)
-    w = np.asarray(w, dtype=np.float64)
+    grad = as_float_array(grad, "grad")
+    w = as_float_array(w, "w")
     if grad.shape != w.shape:
         raise ValueError(f"grad has shape {grad.shape} but w has shape {w.shape}")
     if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(w))):
@@ -336,7 +349,7 @@ def invert_descriptor(
     elif not paper:
         raise ValueError(f"descriptor={descriptor!r} is computed from labelled records: "
                          "pass labels (one per population record)")
-    target = np.asarray(target, dtype=np.float64)
+    target = as_float_array(target, "target")
     if paper and target.shape != (8 + 2 * n_thresholds,):
         raise ValueError(f"target must be a descriptor of shape ({8 + 2 * n_thresholds},) "
                          f"for n_thresholds={n_thresholds}, got shape {target.shape}")
@@ -427,9 +440,7 @@ def membership_inference(
     dict with ``auc`` (0.5 = guessing) and ``n_trials``.
     """
     population = check_points(population, "population", min_points=n + 2)
-    labels = np.asarray(labels, dtype=np.float64)
-    if labels.shape != (population.shape[0],):
-        raise ValueError(f"labels must have shape ({population.shape[0]},), got {labels.shape}")
+    labels = check_labels(labels, population.shape[0], "labels", require_both=False)
     check_int(n, "n", low=2)
     check_int(n_targets, "n_targets", low=2)
     check_int(n_shadow, "n_shadow", low=2)

@@ -26,7 +26,17 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-from .._validation import check_choice, check_finite, check_random_state, check_real
+from .._validation import (
+    as_float_array,
+    check_choice,
+    check_finite,
+    check_random_state,
+    check_real,
+    power_of_two_split,
+)
+
+#: What the vectors of :func:`clip_norm` and the mechanisms' ``release`` are called.
+_X = "x (the vectors to release)"
 
 __all__ = ["GaussianMechanism", "LaplaceMechanism", "analytic_gaussian_sigma", "clip_norm"]
 
@@ -37,26 +47,48 @@ def clip_norm(x, bound: float, ord: int = 2) -> np.ndarray:
     Parameters
     ----------
     x : array-like of shape (n, d) or (d,)
-        Finite vectors (a single vector is treated as one row).
+        Finite real vectors (a single vector is treated as one row).
     bound : float
         Largest norm (> 0).
-    ord : int, default=2
+    ord : {1, 2, inf}, default=2
         The norm's order (as :func:`numpy.linalg.norm`).
 
     Returns
     -------
     ndarray of shape (n, d)
-        The clipped rows (rows within the bound unchanged).
+        The clipped rows (rows within the bound unchanged). The norms are computed on
+        each row divided by a power of two, so a row whose norm overflows float64 (or
+        whose squares underflow) is clipped as exactly as any other.
     """
     check_real(bound, "bound", low=0.0, low_open=True)
-    try:
-        x = np.atleast_2d(np.asarray(x, dtype=np.float64))
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"x (the vectors to release) must be an array of numbers: {exc}"
-                        ) from None
-    check_finite(x, "x (the vectors to release)")
-    norms = np.linalg.norm(x, ord=ord, axis=1, keepdims=True)
-    return x * np.minimum(1.0, bound / np.maximum(norms, 1e-300))
+    if ord not in (1, 2, np.inf) or isinstance(ord, bool):
+        raise ValueError(f"ord must be 1, 2 or inf (a norm), got {ord!r}")
+    x = check_finite(np.atleast_2d(as_float_array(x, _X)), _X)
+    if x.ndim != 2:
+        raise ValueError(f"{_X} must be one vector or a 2-D array of rows, got shape "
+                         f"{x.shape}")
+    u, e = power_of_two_split(x, axis=1)  # x = u * 2**e, |u| < 1: ||u|| cannot overflow
+    norms = np.linalg.norm(u, ord=ord, axis=1, keepdims=True)
+    clipped = norms > np.ldexp(bound, -e)  # ||x|| > bound
+    return np.where(clipped, u * (bound / np.where(clipped, norms, 1.0)), x)
+
+
+def _noisy(x: np.ndarray, noise: np.ndarray, mechanism) -> np.ndarray:
+    """``x + noise``, refused if it overflowed (a noise scale near the float64 limit)."""
+    with np.errstate(over="ignore"):
+        out = x + noise
+    return check_finite(out, f"the release of {mechanism!r}",
+                        hint="; its noise overflowed float64: raise epsilon",
+                        error=ValueError)
+
+
+def _check_scale(scale: float, mechanism: str, **params) -> float:
+    """Refuse a noise scale that is not a finite float (``epsilon`` too small)."""
+    if not np.isfinite(scale):
+        given = ", ".join(f"{k}={v!r}" for k, v in params.items())
+        raise ValueError(f"epsilon={params['epsilon']!r} is too small: the {mechanism} "
+                         f"noise scale for {given} is {scale}, beyond float64")
+    return scale
 
 
 def _check_eps_delta(epsilon, delta):
@@ -128,6 +160,10 @@ class GaussianMechanism:
         check_choice(calibration, "calibration", ("analytic", "classic"))
         self.epsilon, self.delta = float(epsilon), float(delta)
         self.sensitivity, self.calibration = float(sensitivity), calibration
+        if calibration == "classic":  # the analytic sigma is finite (or refused) for all
+            with np.errstate(over="ignore"):
+                _check_scale(self.sigma, "Gaussian", epsilon=epsilon, delta=delta,
+                             sensitivity=sensitivity)
 
     @property
     def sigma(self) -> float:
@@ -153,7 +189,7 @@ class GaussianMechanism:
         """
         rng = check_random_state(random_state)
         x = clip_norm(x, self.sensitivity / 2, ord=2)
-        return x + rng.normal(scale=self.sigma, size=x.shape)
+        return _noisy(x, rng.normal(scale=self.sigma, size=x.shape), self)
 
     def __repr__(self) -> str:
         return (f"GaussianMechanism(epsilon={self.epsilon}, delta={self.delta}, "
@@ -174,6 +210,8 @@ class LaplaceMechanism:
         _check_eps_delta(epsilon, None)
         check_real(clip, "clip", low=0.0, low_open=True)
         self.epsilon, self.clip = float(epsilon), float(clip)
+        with np.errstate(over="ignore"):
+            _check_scale(self.scale, "Laplace", epsilon=epsilon, clip=clip)
 
     @property
     def scale(self) -> float:
@@ -197,7 +235,7 @@ class LaplaceMechanism:
         """
         rng = check_random_state(random_state)
         x = clip_norm(x, self.clip, ord=1)
-        return x + rng.laplace(scale=self.scale, size=x.shape)
+        return _noisy(x, rng.laplace(scale=self.scale, size=x.shape), self)
 
     def __repr__(self) -> str:
         return f"LaplaceMechanism(epsilon={self.epsilon}, clip={self.clip})"

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_int, check_real
+from .._validation import as_float_array, check_int, check_real
 
 __all__ = ["mi_proxy_bits", "reconstruction_risk_gradient", "reconstruction_risk_topology"]
 
 
 def _check(n, d):
-    n = np.asarray(n, dtype=np.float64)
+    n = as_float_array(n, "n")
     if np.any(n < 1) or not np.all(np.isfinite(n)):
         raise ValueError(f"n must be >= 1 records, got {n}")
     check_int(d, "d", low=1)

@@ -50,6 +50,7 @@ from .._validation import (
     check_points,
     check_random_state,
     check_real,
+    power_of_two_split,
 )
 from ..core.seeds import draw_seed
 from .descriptor import canonical_subsample
@@ -206,7 +207,8 @@ def class_conditional_descriptor(
                                    random_state)
     y = check_labels(y, X.shape[0], require_both=False, n_classes=n_classes)
     seed = _seed(random_state)
-    radius = float(np.sqrt(((X - X.mean(axis=0)) ** 2).sum(axis=1).mean()))
+    U, e = power_of_two_split(X - X.mean(axis=0))  # no overflow of the squares
+    radius = float(np.ldexp(np.sqrt((U**2).sum(axis=1).mean()), int(e.item())))
     onehot = np.eye(n_classes)[y] * (label_scale * radius / np.sqrt(2.0))
     blocks = [rips_per_point(np.hstack([X, onehot]), n_sub, n_thresholds, seed)]
     width = blocks[0].size

@@ -37,7 +37,7 @@ import importlib.util
 
 import numpy as np
 
-from .._validation import check_choice
+from .._validation import as_float_array, check_choice
 
 __all__ = ["CUBICAL_BACKENDS", "batch_pairs", "cubical_pairs", "gather_diagrams",
            "gather_values", "resolve_backend"]
@@ -110,7 +110,7 @@ def _pairs_cripser(m: np.ndarray) -> np.ndarray:
 def _check_maps(maps, backend: str) -> tuple[np.ndarray, str]:
     arr = np.asarray(maps)
     if arr.dtype != np.float32:
-        arr = arr.astype(np.float64)
+        arr = as_float_array(arr, "maps")
     if arr.ndim != 3:
         raise ValueError(f"maps must have shape (n_maps, H, W), got shape {arr.shape}")
     name = resolve_backend(backend, arr.shape[1] * arr.shape[2])

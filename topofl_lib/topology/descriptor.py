@@ -36,11 +36,13 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import (
+    as_float_array,
     check_choice,
     check_finite,
     check_int,
     check_points,
     check_random_state,
+    l2_norm,
 )
 from .persistence import PERSISTENCE_METHODS, check_persistence_memory, persistence_diagrams
 
@@ -91,10 +93,7 @@ def check_diagram(dgm, name: str = "dgm") -> np.ndarray:
     -------
     ndarray of shape (n_pairs, 2)
     """
-    try:
-        arr = np.asarray(dgm, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be an array of (birth, death) pairs: {exc}") from None
+    arr = as_float_array(dgm, name)
     if arr.size == 0:
         return arr.reshape(0, 2)
     if arr.ndim != 2 or arr.shape[1] != 2:
@@ -127,6 +126,14 @@ def check_diagrams(diagrams, name: str = "diagrams") -> list[np.ndarray]:
     return [check_diagram(d, f"{name}[{q}]") for q, d in enumerate(diagrams[:2])]
 
 
+def _check_values(x, name: str) -> np.ndarray:
+    """A 1-D array of finite reals (thresholds, deaths)."""
+    x = as_float_array(x, name)
+    if x.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {x.shape}")
+    return check_finite(x, name)
+
+
 def persistence_entropy(pers: np.ndarray) -> float:
     r"""Persistence entropy :math:`-\sum_i p_i \log p_i`.
 
@@ -134,7 +141,7 @@ def persistence_entropy(pers: np.ndarray) -> float:
 
     Returns 0 for an empty diagram or one of zero total persistence.
     """
-    pers = check_finite(np.asarray(pers, dtype=np.float64), "pers")
+    pers = check_finite(as_float_array(pers, "pers"), "pers")
     pers = pers[pers > 0]
     total = pers.sum()
     if pers.size == 0 or total <= 0:
@@ -160,7 +167,7 @@ def betti_curve(dgm: np.ndarray, thresholds: np.ndarray, n_essential: int = 0) -
     ndarray of float, shape (L,)
     """
     dgm = check_diagram(dgm)
-    t = np.asarray(thresholds, dtype=np.float64)[:, None]
+    t = _check_values(thresholds, "thresholds")[:, None]
     alive = (dgm[:, 0][None, :] <= t) & (dgm[:, 1][None, :] > t)
     return alive.sum(axis=1).astype(np.float64) + n_essential
 
@@ -180,7 +187,8 @@ def betti_grid(deaths, n_thresholds: int) -> np.ndarray:
     -------
     numpy.ndarray of shape (n_thresholds,)
     """
-    deaths = np.asarray(deaths, dtype=np.float64)
+    deaths = _check_values(deaths, "deaths")
+    check_int(n_thresholds, "n_thresholds", low=2)
     top = float(np.percentile(deaths, 95)) if deaths.size else 0.0
     return np.linspace(0.0, top, n_thresholds)
 
@@ -211,7 +219,7 @@ def descriptor_from_diagrams(
     pers = [d[:, 1] - d[:, 0] for d in (h0, h1)]
     scalars = []
     scalars += [persistence_entropy(p) for p in pers]
-    scalars += [float(np.sqrt((p**2).sum())) for p in pers]
+    scalars += [l2_norm(p) for p in pers]
     scalars += [float((p > np.median(p)).sum()) if p.size else 0.0 for p in pers]
     scalars += [float(h0.shape[0]), float(h1.shape[0])]
     grid0 = betti_grid(h0[:, 1], n_thresholds)
@@ -241,7 +249,7 @@ def canonical_subsample(X: np.ndarray, n_sub: int, rng: np.random.Generator) -> 
     ndarray of int, shape (n_sub,)
         Row indices into ``X``.
     """
-    key = np.linalg.norm(X - X.mean(axis=0), axis=1)
+    key = l2_norm(X - X.mean(axis=0), axis=1)
     order = np.argsort(key, kind="stable")
     ranks = np.sort(rng.choice(X.shape[0], size=n_sub, replace=False))
     return order[ranks]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from .._validation import check_points
+from .._validation import check_points, l2_norm
 from .descriptor import check_diagrams
 
 __all__ = ["DISTANCES", "descriptor_distances", "diagram_distances", "normalise_descriptors"]
@@ -27,7 +27,7 @@ DISTANCES = ("l2", "wasserstein")
 def normalise_descriptors(Phi) -> np.ndarray:
     """Rows of ``Phi`` divided by their l2 norm (zero rows stay zero)."""
     Phi = check_points(Phi, "Phi")
-    norms = np.linalg.norm(Phi, axis=1, keepdims=True)
+    norms = l2_norm(Phi, axis=1, keepdims=True)
     return np.divide(Phi, norms, out=np.zeros_like(Phi), where=norms > 0)
 
 

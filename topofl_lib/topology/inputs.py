@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.exceptions import NotFittedError
 
-from .._validation import check_labels, check_points
+from .._validation import as_float_array, check_labels, check_points
 
 __all__ = ["check_client_pairs", "check_clouds", "check_fitted_dimension",
            "common_dimension"]
@@ -82,7 +82,7 @@ def check_client_pairs(X, second: str = "labels", n_classes: int | None = None
             vals = check_labels(item[1], pts.shape[0], f"X[{i}][1]", require_both=False,
                                 n_classes=2 if n_classes is None else n_classes)
         else:
-            vals = np.asarray(item[1], dtype=np.float64)
+            vals = as_float_array(item[1], f"X[{i}][1]")
             if vals.shape != (pts.shape[0],):
                 raise ValueError(f"X[{i}][1] must have shape ({pts.shape[0]},), got "
                                  f"{vals.shape}")

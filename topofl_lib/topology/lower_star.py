@@ -41,7 +41,7 @@ from ripser import ripser
 from scipy import sparse
 from scipy.spatial import cKDTree
 
-from .._validation import check_int, check_points
+from .._validation import as_float_array, check_int, check_points, power_of_two_split
 
 __all__ = ["MAX_LEVELS", "knn_edges", "lower_star_diagrams"]
 
@@ -70,7 +70,8 @@ def knn_edges(X, n_neighbors: int) -> np.ndarray:
     k = min(n_neighbors, n - 1)
     if k == 0:
         return np.empty((0, 2), dtype=np.int64)
-    _, idx = cKDTree(X).query(X, k=k + 1)
+    U = power_of_two_split(X)[0]  # the same graph, with no distance overflowing float64
+    _, idx = cKDTree(U).query(U, k=k + 1)
     idx = np.asarray(idx).reshape(n, k + 1)
     # Duplicate points may list a twin before themselves: drop self-loops, keep k others.
     rows = np.repeat(np.arange(n), k + 1)
@@ -96,7 +97,7 @@ def lower_star_diagrams(values, edges) -> list[np.ndarray]:
         ``[H0, H1]``, each of shape ``(n_pairs, 2)`` with columns (birth, death), sorted;
         pairs of zero persistence are omitted and essential classes have death ``inf``.
     """
-    f = np.asarray(values, dtype=np.float64)
+    f = as_float_array(values, "values")
     if f.ndim != 1 or f.size == 0:
         raise ValueError(f"values must be a non-empty 1-D array, got shape {f.shape}")
     if not np.all(np.isfinite(f)):

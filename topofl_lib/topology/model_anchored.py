@@ -47,7 +47,15 @@ import numpy as np
 from scipy.special import expit
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from .._validation import check_bool, check_int, check_labels, check_points, check_random_state
+from .._validation import (
+    as_float_array,
+    check_bool,
+    check_finite,
+    check_int,
+    check_labels,
+    check_points,
+    check_random_state,
+)
 from .descriptor import canonical_subsample
 from .inputs import check_client_pairs, check_fitted_dimension, common_dimension
 from .lower_star import knn_edges, lower_star_diagrams
@@ -83,8 +91,7 @@ def anchor_margins(learner, w, X, y) -> np.ndarray:
         Geometric margin for logistic regression (0 when ``w`` has no direction yet),
         logit margin for a network (module docstring).
     """
-    X = np.asarray(X, dtype=np.float64)
-    w = np.asarray(w, dtype=np.float64)
+    X = check_points(X)
     n_classes = getattr(learner, "n_classes", 2)
     y = check_labels(y, X.shape[0], require_both=False, n_classes=n_classes)
     if hasattr(learner, "logits"):
@@ -92,6 +99,7 @@ def anchor_margins(learner, w, X, y) -> np.ndarray:
         true = z[np.arange(y.size), y]
         z[np.arange(y.size), y] = -np.inf
         return true - z.max(axis=1)
+    w = check_finite(as_float_array(w, "w"), "w")
     if w.shape != (X.shape[1] + 1,):
         raise ValueError(f"w must have {X.shape[1] + 1} entries (weights, bias), got {w.shape}")
     norm = np.linalg.norm(w[:-1])
@@ -194,11 +202,10 @@ def model_anchored_descriptor(
     numpy.ndarray of shape (L [sublevel_fraction] + 8 + 2 L,)
     """
     P = check_points(points, "points", min_points=2)
-    m = np.asarray(margins, dtype=np.float64)
+    m = as_float_array(margins, "margins")
     if m.shape != (P.shape[0],):
         raise ValueError(f"margins must have shape ({P.shape[0]},), got {m.shape}")
-    if not np.all(np.isfinite(m)):
-        raise ValueError("margins contain NaN or infinite values")
+    check_finite(m, "margins")
     check_model_anchored_params(n_neighbors, n_sub, n_thresholds, sublevel_fraction,
                                 random_state)
     if n_sub is not None and P.shape[0] > n_sub:

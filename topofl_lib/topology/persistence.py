@@ -57,10 +57,11 @@ import warnings
 
 import numpy as np
 from ripser import ripser
+from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import minimum_spanning_tree
 from scipy.spatial.distance import pdist, squareform
 
-from .._validation import check_choice, check_points
+from .._validation import check_choice, check_points, power_of_two_split
 
 __all__ = [
     "PERSISTENCE_METHODS",
@@ -176,16 +177,18 @@ def _triangle_diagrams(X: np.ndarray) -> list[np.ndarray]:
     n = D.shape[0]
     if n < 2:
         return [np.empty((0, 2)), np.empty((0, 2))]
-    # H0: minimum spanning tree edge lengths are exactly the finite H0 deaths.
-    mst = minimum_spanning_tree(D).toarray()
+    iu, ju = np.triu_indices(n, k=1)
+    # H0: minimum spanning tree edge lengths are exactly the finite H0 deaths. The graph
+    # goes in sparse: scipy reads entries of a dense matrix within 1e-8 of 0 as no edge.
+    mst = minimum_spanning_tree(csr_matrix((D[iu, ju], (iu, ju)), shape=(n, n))).toarray()
     tree = (mst > 0) | (mst.T > 0)
     deaths0 = np.sort(mst[mst > 0])
     # Duplicate points give zero-length MST edges that scipy drops: restore them.
     deaths0 = np.concatenate([np.zeros(n - 1 - deaths0.size), deaths0])
     h0 = np.column_stack([np.zeros(n - 1), deaths0])
-    # H1: each non-tree edge closes a cycle that dies with its first triangle.
-    iu, ju = np.triu_indices(n, k=1)
-    keep = ~tree[iu, ju]
+    # H1: each non-tree edge closes a cycle that dies with its first triangle (a
+    # zero-length edge joins duplicate points and closes no cycle).
+    keep = ~tree[iu, ju] & (D[iu, ju] > 0)
     iu, ju = iu[keep], ju[keep]
     if iu.size == 0:
         return [h0, np.empty((0, 2))]
@@ -205,7 +208,9 @@ def persistence_diagrams(X, persistence: str = "ripser") -> list[np.ndarray]:
     Parameters
     ----------
     X : array-like of shape (n_points, n_features)
-        Point cloud; must be finite and non-empty.
+        Point cloud; must be finite and non-empty. Any scale float64 holds is
+        fine (the diagrams are computed on ``X`` divided by a power of two and scaled
+        back); a cloud whose distances exceed float64 is refused.
     persistence : {"ripser", "triangle"}
         The Rips persistence algorithm: ``"ripser"`` is exact; ``"triangle"`` is the
         paper's approximation (see the module docstring). Every function and estimator
@@ -233,6 +238,15 @@ def persistence_diagrams(X, persistence: str = "ripser") -> list[np.ndarray]:
     X = check_points(X)
     check_choice(persistence, "persistence", PERSISTENCE_METHODS)
     check_persistence_memory(X.shape[0], persistence, parameter=None)
-    if persistence == "ripser":
-        return _ripser_diagrams(X)
-    return _triangle_diagrams(X)
+    # Rips diagrams scale with X: compute them on X / 2**e (exact) with coordinates below
+    # 1 in magnitude, so that no squared distance overflows or underflows float64 and no
+    # distance leaves ripser's float32 range, then scale back (same bits for everyday X).
+    U, e = power_of_two_split(X)
+    dgms = _ripser_diagrams(U) if persistence == "ripser" else _triangle_diagrams(U)
+    with np.errstate(over="ignore"):  # refused just below
+        dgms = [np.ldexp(d, int(e.item())) for d in dgms]
+    if not all(np.all(np.isfinite(d)) for d in dgms):
+        raise ValueError(f"X: its persistence values, distances between its points, exceed "
+                         f"float64 (largest coordinate {np.abs(X).max():.3g}); divide X by "
+                         "a constant first (the diagrams scale with it)")
+    return dgms

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_int
+from .._validation import as_float_array, check_finite, check_int, check_real, l2_norm
 from .descriptor import betti_curve, betti_grid, descriptor_names, persistence_entropy
 
 __all__ = ["paper_grids", "per_point_summary", "summary_names"]
@@ -50,8 +50,20 @@ def paper_grids(diagrams, n_thresholds: int = 20) -> list[np.ndarray]:
     list of ndarray
         The H0 grid and the H1 grid, each of shape (n_thresholds,).
     """
-    return [betti_grid(np.asarray(d, dtype=np.float64).reshape(-1, 2)[:, 1], n_thresholds)
-            for d in diagrams[:2]]
+    return [betti_grid(_pairs(d, f"diagrams[{q}]")[:, 1], n_thresholds)
+            for q, d in enumerate(diagrams[:2])]
+
+
+def _pairs(dgm, name: str) -> np.ndarray:
+    """``dgm`` as an (n, 2) float array of pairs with finite births, no NaN (deaths may
+    be ``inf``: essential classes)."""
+    d = as_float_array(dgm, name)
+    if d.size % 2:
+        raise ValueError(f"{name} must hold (birth, death) pairs, got shape {d.shape}")
+    d = d.reshape(-1, 2)
+    if np.isnan(d).any() or not np.isfinite(d[:, 0]).all():
+        raise ValueError(f"{name} holds NaN or an infinite birth")
+    return d
 
 
 def per_point_summary(diagrams, n_points: int, grids, n_essential=(1, 0),
@@ -82,16 +94,19 @@ def per_point_summary(diagrams, n_points: int, grids, n_essential=(1, 0),
         Layout and names as :data:`~topofl_lib.topology.DESCRIPTOR_NAMES`.
     """
     m = check_int(n_points, "n_points", low=1)
-    h0, h1 = (np.asarray(d, dtype=np.float64).reshape(-1, 2) for d in diagrams[:2])
+    h0, h1 = (_pairs(d, f"diagrams[{q}]") for q, d in enumerate(diagrams[:2]))
     if cap is None and not (np.all(np.isfinite(h0)) and np.all(np.isfinite(h1))):
         raise ValueError("diagrams hold infinite deaths; give cap (the filtration's end)")
-    g0, g1 = (np.asarray(g, dtype=np.float64) for g in grids)
+    if cap is not None:
+        check_real(cap, "cap")
+    g0, g1 = (check_finite(as_float_array(g, f"grids[{i}]"), f"grids[{i}]")
+              for i, g in enumerate(grids))
     if g0.shape != g1.shape or g0.ndim != 1:
         raise ValueError(f"grids must be two 1-D arrays of one length, got {g0.shape}, {g1.shape}")
     pers = [np.minimum(d[:, 1], np.inf if cap is None else cap) - d[:, 0] for d in (h0, h1)]
     log_m = np.log(max(m, 2))
     scalars = [persistence_entropy(p) / log_m for p in pers]
-    scalars += [float(np.sqrt((p**2).sum() / m)) for p in pers]
+    scalars += [l2_norm(p, divisor=m) for p in pers]
     scalars += [float((p > np.median(p)).sum()) / m if p.size else 0.0 for p in pers]
     scalars += [h0.shape[0] / m, h1.shape[0] / m]
     curves = []
