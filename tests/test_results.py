@@ -205,8 +205,46 @@ def test_paired_differences_known_values(final):
     assert p.loc["C", "mean_diff"] == 0.0
     assert p.loc["C", "wins"] == 0
     assert np.isnan(p.loc["C", "p_wilcoxon"])
+    # one test in the family (C has none): Holm leaves B's p-value as it is
+    assert p.loc["B", "p_holm"] == p.loc["B", "p_wilcoxon"] and np.isnan(p.loc["C", "p_holm"])
     with pytest.raises(ValueError, match="reference"):
         paired_differences(final, reference="pTopoFL")
+
+
+def test_holm_known_values_and_definition():
+    """Holm (1979) on a worked example, and against its definition on random families."""
+    from topofl_lib.experiments import holm
+
+    # m = 4: sorted 0.01, 0.02, 0.03, 0.04 -> 0.04, 0.06, 0.06 (running max), 0.06
+    np.testing.assert_allclose(holm([0.03, 0.01, 0.04, 0.02]), [0.06, 0.04, 0.06, 0.06])
+    np.testing.assert_array_equal(holm([0.5, 0.9]), [1.0, 1.0])  # capped at 1
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        p = rng.uniform(0, 0.2, size=rng.integers(1, 9))
+        order = np.argsort(p)
+        m = p.size
+        expected = np.empty(m)
+        for rank, i in enumerate(order):
+            expected[i] = min(1.0, max((m - j) * p[order[j]] for j in range(rank + 1)))
+        np.testing.assert_allclose(holm(p), expected)
+        assert np.all(holm(p) >= p)
+    np.testing.assert_array_equal(holm([np.nan, 0.01, 0.02]), [np.nan, 0.02, 0.02])
+    with pytest.raises(ValueError, match=r"pvalues must lie in \[0, 1\]"):
+        holm([0.5, 1.5])
+
+
+def test_holm_family_adjusts_over_every_table(final):
+    from topofl_lib.experiments import holm, holm_family
+
+    a = paired_differences(final, reference="A", metric="auc")
+    b = paired_differences(final, reference="B", metric="auc")
+    family = holm_family({"A": a, "B": b})
+    raw = family["p_wilcoxon"].to_numpy()
+    np.testing.assert_array_equal(family["p_holm"].to_numpy(), holm(raw))
+    assert family["family_size"].iloc[0] == np.isfinite(raw).sum()
+    assert list(family.index.get_level_values("table")) == ["A", "A", "B", "B"]
+    with pytest.raises(ValueError, match="non-empty dict"):
+        holm_family({})
 
 
 def test_claim_notes_and_deep_claim_values():
