@@ -50,9 +50,11 @@ import nbformat
 from .environment import ENVIRONMENT_FILE, add_notebook
 from .outputs import write_text_atomic
 from .results import ClaimFileError, comparison_document, read_claim_file
+from .traceability import write_readme
 
 __all__ = ["NOTEBOOK_LIMIT", "DamagedResults", "Target", "check_claim_files",
-           "finish_pending", "fit_notebook", "publish", "published_profiles", "write_summary"]
+           "finish_pending", "fit_notebook", "publish", "published_profiles",
+           "write_readme_sections", "write_summary"]
 
 BUNDLE = "plotly.min.js"
 MANIFEST = "manifest.json"
@@ -327,6 +329,34 @@ def write_summary(results_dir) -> None:
     write_text_atomic(results_dir / "comparison.md", markdown)
 
 
+def write_readme_sections(target: Target) -> bool:
+    """Re-render the README's marked sections from the target's published results.
+
+    Only a published target has a README (``target.base / "README.md"``); the text
+    between each ``<!-- topofl:begin NAME -->`` / ``<!-- topofl:end NAME -->`` pair is
+    rewritten (atomically) from ``results/`` by :func:`topofl_lib.traceability.write_readme`,
+    nothing else. Called right after :func:`write_summary`.
+
+    Parameters
+    ----------
+    target : Target
+        The target just published to.
+
+    Returns
+    -------
+    bool
+        Whether the README was rewritten.
+
+    Raises
+    ------
+    topofl_lib.traceability.SectionError
+        The README's markers are malformed (the message names the line).
+    """
+    if not target.published:
+        return False
+    return write_readme(target.base / "README.md", target.results)
+
+
 @contextmanager
 def _sigint_held() -> Iterator[None]:
     """Defer Ctrl-C until the block is done (main thread only; elsewhere a no-op)."""
@@ -411,6 +441,7 @@ def _apply(journal: dict, target: Target) -> None:
         for path in journal["remove"]:
             (base / path).unlink(missing_ok=True)
         write_summary(target.results)
+        write_readme_sections(target)
 
 
 def finish_pending(target: Target) -> str | None:

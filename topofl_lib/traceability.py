@@ -1,0 +1,1357 @@
+"""One source for every measured number: prose traced to the committed results.
+
+Two halves, used by ``tests/test_traceability.py`` and by the publisher.
+
+**Tracing prose numbers** (:func:`numbers`, :class:`Pool`, :func:`untraced`,
+:func:`untraced_readme`, :func:`untraced_notebook`). The rules:
+
+- *A measured number has a decimal point* (``0.842``, ``+9.55``, ``−3.6``,
+  ``12,000.5``, ``2.5%``) or an exponent (``6e-17``, ``3.8 × 10^12``). Integers
+  without one (counts of seeds, clients, rounds, images; years) are not taken for
+  measurements. Nor is anything in Markdown code (fenced blocks, inline code), a link
+  or image target, an HTML tag or comment, a URL, a dotted version (``2.13.0``) or a
+  number glued to a word (``fig2``, ``dir0.1_curves``). A sign is a sign only where it
+  does not follow a digit or a letter (``0.045-0.084`` is a range of two positive
+  numbers); ``−`` (U+2212) is a minus.
+- *A number is traced* when some source value, rounded to the number's printed
+  precision (its decimals), equals it: ``|source - number| <= 0.5 * 10**-decimals``
+  (a tie may round either way). The source must be printed with at least as many
+  decimals: a prose number may be a rounding of a more precise source, never the
+  reverse (a source printed ``0.097`` traces a prose ``0.10`` and ``0.1``; a source
+  printed ``0.1`` traces neither ``0.097`` nor ``0.10``).
+- Besides its value, a source traces through its *absolute value* (a prose ``+9.55``
+  or ``9.55`` may state a difference printed ``-0.0955`` the other way round; a prose
+  number printed with a minus needs a negative source) and, where the number is a
+  percentage (it carries ``%``, or its paragraph speaks of ``%``, percent or points),
+  through its value ×100, with two decimals fewer (``0.0955`` traces ``9.55``).
+- *The sources of an executed notebook's prose* are its own code-cell outputs
+  (stream text, ``text/plain``, ``text/html`` tables, ``text/markdown``,
+  ``text/latex``), the claim files ``results/manifest.json`` lists for it and the
+  papers' values (``topofl_lib/paper_claims.csv``); every Markdown cell is checked.
+- *The sources of the README*: a section (under a ``#`` heading) whose text names
+  notebooks in a command (``reproduce ... --only NAME ...``, outside fenced code)
+  draws on those notebooks' sources only, as above; its subsections inherit them.
+  Every other section draws on the committed files: ``results/claims.csv`` (means
+  and sds), the papers' values, ``results/environment.json`` and
+  ``results/manifest.json``. Outputs are read at their printed precision; the claim
+  files are written with ``%.6g`` and read with six significant digits.
+- *Not measured*: section references (``Sec. 4.6``, :data:`NOT_MEASURED`), and in the
+  README the patterns of :data:`README_ALLOWED` (versions, a historical timing, the
+  paper's own differences) and the sections of :data:`README_EXEMPT` (benchmark
+  timings that no committed file records), each with its reason. Nothing else is
+  exempt. The README's rendered sections are checked by equality with a fresh
+  rendering instead (:func:`stale_sections`).
+
+The rule says a number *could* come from a source of its file, not that it comes from
+the right one: a wrong number that happens to round from another value of the same
+notebook passes. That is why the README's tables are rendered, not typed.
+
+**Rendered README sections** (:func:`render_readme`). The README's result tables lie
+between ``<!-- topofl:begin NAME -->`` and ``<!-- topofl:end NAME -->`` lines; each
+is filled from the committed results by the function registered under ``NAME``
+(:data:`SECTIONS`, :func:`register_section`), and nothing outside the markers
+changes. :func:`write_readme` rewrites the README atomically; the publisher calls it
+after regenerating ``claims.csv`` and ``comparison.md``
+(:func:`topofl_lib.publish.write_readme_sections`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from .outputs import write_text_atomic
+from .results import DEEP_STAND_INS, METHOD_KEYS, METHODS_OF_TABLE1
+
+__all__ = [
+    "NOT_MEASURED",
+    "README_ALLOWED",
+    "README_EXEMPT",
+    "SECTIONS",
+    "Number",
+    "Pool",
+    "Section",
+    "SectionError",
+    "Table",
+    "Untraced",
+    "notebook_pool",
+    "notebook_tables",
+    "numbers",
+    "readme_pools",
+    "register_section",
+    "render_readme",
+    "sections",
+    "stale_sections",
+    "untraced",
+    "untraced_notebook",
+    "untraced_readme",
+    "write_readme",
+]
+
+MINUS = "\u2212"
+_SIGNS = {"+": 1.0, "-": -1.0, MINUS: -1.0}
+_DIGITS = (r"(?P<int>\d{1,3}(?:,\d{3})+(?=\.)|\d+)(?:\.(?P<frac>\d+))?"
+           rf"(?:[eE](?P<exp>[+\-{MINUS}]?\d+))?")
+#: A number in prose: not glued to a word, a number or a version on either side.
+_PROSE_NUMBER = re.compile(
+    rf"(?<![\w.])(?<!\d,)(?P<sign>[+\-{MINUS}](?=\d))?{_DIGITS}(?!\d|[.,]\d)"
+    rf"(?:\s?[\u00d7\u00b7]\s?10\^(?P<exp10>[+\-{MINUS}]?\d+))?(?P<pct>%)?")
+#: A number in a source (an output, a file): may follow a letter (``N1.416``, ``L0.1``).
+_SOURCE_NUMBER = re.compile(
+    rf"(?<![\d.])(?:(?<![\w)])(?P<sign>[+\-{MINUS}](?=\d)))?{_DIGITS}(?!\d|\.\d)(?P<pct>%)?")
+_VERSION = re.compile(r"\d+(?:\.\d+){2,}")
+_PERCENT_WORDS = re.compile(r"%|\bpercent|\bpoints?\b", re.IGNORECASE)
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_FENCED = re.compile(r"^(?P<fence>```|~~~).*?^(?P=fence)[^\n]*$", re.MULTILINE | re.DOTALL)
+#: What is not prose in Markdown besides fenced code: inline code, HTML comments and
+#: tags, link and image targets, bare URLs.
+_INLINE_CODE = re.compile(r"(?P<ticks>`+)[^\n]*?(?P=ticks)")
+_NOT_PROSE = re.compile(
+    _INLINE_CODE.pattern + r"|<!--.*?-->|</?[A-Za-z][^>\n]*>|\]\([^)\n]*\)|https?://\S+",
+    re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Number:
+    """A number as printed in a text.
+
+    Attributes
+    ----------
+    text : str
+        The number as printed (sign, ``× 10^k`` and ``%`` included).
+    value : float
+        Its value, sign included (a percentage is not divided by 100).
+    decimals : int
+        Its printed precision: the digits after the decimal point, less the exponent.
+    percent : bool
+        Whether it carries a ``%``.
+    start, end : int
+        Its position in the text.
+    line : int
+        The line it sits on (1-based).
+    """
+
+    text: str
+    value: float
+    decimals: int
+    percent: bool
+    start: int
+    end: int
+    line: int
+
+
+def _number(match: re.Match, text: str) -> Number:
+    frac = match["frac"] or ""
+    exponent = int((match["exp"] or "0").replace(MINUS, "-"))
+    if "exp10" in match.re.groupindex and match["exp10"]:
+        exponent += int(match["exp10"].replace(MINUS, "-"))
+    magnitude = float(f"{match['int'].replace(',', '')}.{frac or '0'}e{exponent}")
+    return Number(text=match.group(0), value=_SIGNS[match["sign"] or "+"] * magnitude,
+                  decimals=len(frac) - exponent, percent=bool(match["pct"]),
+                  start=match.start(), end=match.end(),
+                  line=text.count("\n", 0, match.start()) + 1)
+
+
+def _blank(match: re.Match) -> str:
+    return re.sub(r"[^\n]", " ", match.group(0))
+
+
+def _mask(text: str) -> str:
+    """``text`` with everything that is not Markdown prose blanked (lines kept)."""
+    return _NOT_PROSE.sub(_blank, _FENCED.sub(_blank, text))
+
+
+def _check_text(value, name: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    return value
+
+
+def numbers(text: str, *, markdown: bool = True) -> list[Number]:
+    """Every decimal number of a text, with its printed precision, position and line.
+
+    Parameters
+    ----------
+    text : str
+        The text (Markdown prose, by default).
+    markdown : bool, default True
+        Skip what is not prose in Markdown: fenced and inline code, HTML comments and
+        tags, link and image targets, URLs. Positions still refer to ``text``.
+
+    Returns
+    -------
+    list of Number
+        In order of position. Integers without a decimal point or exponent, dotted
+        versions and numbers glued to a word are left out (see the module docstring).
+
+    Raises
+    ------
+    TypeError
+        ``text`` is not a string.
+
+    Examples
+    --------
+    >>> [(n.value, n.decimals) for n in numbers("AUC 0.842 \u2212 0.05 over 20 seeds, 2.5%")]
+    [(0.842, 3), (0.05, 2), (2.5, 1)]
+    >>> [n.value for n in numbers("from \u22121.83 to +0.87, 0.045-0.084")]
+    [-1.83, 0.87, 0.045, 0.084]
+    """
+    scanned = _mask(_check_text(text, "text")) if markdown else _check_text(text, "text")
+    return [_number(m, text) for m in _PROSE_NUMBER.finditer(scanned)
+            if (m["frac"] is not None or m["exp"] is not None or m["exp10"] is not None)
+            and not _VERSION.match(scanned, m.start("int"))]
+
+
+def _source_numbers(text: str) -> list[tuple[float, int]]:
+    """``(value, decimals)`` of every number printed in an output or a file."""
+    return [(n.value, n.decimals) for n in
+            (_number(m, text) for m in _SOURCE_NUMBER.finditer(text)
+             if not _VERSION.match(text, m.start("int")))]
+
+
+class Pool:
+    """Source values with their printed precision, each with where it came from.
+
+    Parameters
+    ----------
+    name : str, optional
+        What the pool holds, for messages.
+    """
+
+    def __init__(self, name: str = "sources"):
+        self.name = name
+        self._values: list[float] = []
+        self._decimals: list[int] = []
+        self._origins: list[str] = []
+        self._arrays: tuple[np.ndarray, np.ndarray] | None = None
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def add(self, values: Iterable[tuple[float, int]], origin: str) -> Pool:
+        """Add ``(value, decimals)`` pairs found in ``origin`` (non-finite ones are skipped).
+
+        Parameters
+        ----------
+        values : iterable of (float, int)
+            Each value with its printed precision.
+        origin : str
+            Where they come from (a file, a notebook cell).
+
+        Returns
+        -------
+        Pool
+            ``self``.
+        """
+        for value, decimals in values:
+            if math.isfinite(value):
+                self._values.append(float(value))
+                self._decimals.append(int(decimals))
+                self._origins.append(origin)
+        self._arrays = None
+        return self
+
+    def add_text(self, text: str, origin: str) -> Pool:
+        """Add every number printed in ``text`` (an output, a file), at its precision.
+
+        Parameters
+        ----------
+        text : str
+            The printed text.
+        origin : str
+            Where it comes from.
+
+        Returns
+        -------
+        Pool
+            ``self``.
+        """
+        return self.add(_source_numbers(text), origin)
+
+    def extend(self, other: Pool) -> Pool:
+        """Add every value of ``other``.
+
+        Parameters
+        ----------
+        other : Pool
+            Another pool.
+
+        Returns
+        -------
+        Pool
+            ``self``.
+        """
+        self._values += other._values
+        self._decimals += other._decimals
+        self._origins += other._origins
+        self._arrays = None
+        return self
+
+    def trace(self, number: Number, percent: bool | None = None) -> str | None:
+        """Where ``number`` comes from (the first source that traces it), or None.
+
+        Parameters
+        ----------
+        number : Number
+            A prose number.
+        percent : bool, optional
+            Whether a source's value ×100 may trace it (default: ``number.percent``).
+
+        Returns
+        -------
+        str or None
+            The origin of a source value that traces it; None if none does.
+        """
+        if self._arrays is None:
+            self._arrays = (np.asarray(self._values, dtype=np.float64),
+                            np.asarray(self._decimals, dtype=np.int64))
+        values, decimals = self._arrays
+        tol = 0.5 * 10.0 ** -number.decimals * (1 + 1e-9) + 1e-12 * max(1.0, abs(number.value))
+        percent = number.percent if percent is None else percent
+        for scale, fewer in ((1.0, 0), (100.0, 2)) if percent else ((1.0, 0),):
+            scaled = values * scale
+            close = np.abs(scaled - number.value) <= tol
+            if number.value >= 0:
+                close |= np.abs(np.abs(scaled) - number.value) <= tol
+            hit = np.flatnonzero(close & (decimals - fewer >= number.decimals))
+            if hit.size:
+                return self._origins[hit[0]]
+        return None
+
+
+# -- sources -------------------------------------------------------------------------
+
+
+def _g6(text: str) -> tuple[float, int] | None:
+    """A value written with ``%.6g`` (a claim file), at six significant digits."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    if value == 0 or not math.isfinite(value):
+        return value, 15  # %.6g writes "0" only for an exact zero
+    printed = len(text.lower().split("e")[0].partition(".")[2])
+    return value, max(printed, 5 - math.floor(math.log10(abs(value))))
+
+
+def _read_csv(path: Path) -> list[dict[str, str]]:
+    with Path(path).open(newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _claim_values(path: Path) -> list[tuple[float, int]]:
+    """The measured means and sds of a claim file, at their written precision."""
+    found = (_g6(row.get(col) or "") for row in _read_csv(path)
+             for col in ("measured_mean", "measured_std"))
+    return [v for v in found if v is not None]
+
+
+def _paper_printed() -> dict[str, str]:
+    """Claim id -> the paper's value as ``paper_claims.csv`` prints it (non-empty only)."""
+    text = resources.files("topofl_lib").joinpath("paper_claims.csv").read_text(
+        encoding="utf-8")
+    return {row["id"]: row["value"] for row in csv.DictReader(io.StringIO(text))
+            if row["value"]}
+
+
+def _paper_values() -> list[tuple[float, int]]:
+    """The papers' values (``paper_claims.csv`` and :data:`FEDTOPO_T1_BASELINES`), at
+    their printed precision."""
+    printed = [*_paper_printed().values(),
+               *(v for row in FEDTOPO_T1_BASELINES.values() for v in row.values())]
+    return [(float(v), len(v.partition(".")[2])) for v in printed]
+
+
+def _json_values(value, out: list[tuple[float, int]]) -> list[tuple[float, int]]:
+    if isinstance(value, dict):
+        for item in value.values():
+            _json_values(item, out)
+    elif isinstance(value, list):
+        for item in value:
+            _json_values(item, out)
+    elif isinstance(value, float):
+        out.append((value, len(repr(value).partition(".")[2])))
+    elif isinstance(value, str):
+        out.extend(_source_numbers(value))
+    return out
+
+
+class _TextOfHTML(HTMLParser):
+    """The text of an HTML fragment, elements separated by spaces (no style, script)."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._hidden = 0
+
+    def handle_starttag(self, tag, attrs):
+        self._hidden += tag in ("style", "script")
+        self.parts.append(" ")
+
+    def handle_endtag(self, tag):
+        self._hidden -= tag in ("style", "script") and self._hidden > 0
+        self.parts.append(" ")
+
+    def handle_data(self, data):
+        if not self._hidden:
+            self.parts.append(data)
+
+
+def _html_text(fragment: str) -> str:
+    parser = _TextOfHTML()
+    parser.feed(fragment)
+    parser.close()
+    return "".join(parser.parts)
+
+
+def _joined(value) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def _output_texts(output: Mapping) -> Iterable[str]:
+    """The printed texts of one code-cell output."""
+    if output.get("output_type") == "stream":
+        yield _joined(output.get("text", ""))
+    data = output.get("data") or {}
+    for mime in ("text/plain", "text/markdown", "text/latex"):
+        if mime in data:
+            yield _joined(data[mime])
+    if "text/html" in data:
+        yield _html_text(_joined(data["text/html"]))
+
+
+def _read_notebook(path: Path) -> dict:
+    try:
+        nb = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"notebook {str(path)!r} cannot be read: {exc}") from None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise ValueError(f"notebook {str(path)!r} has no list of cells")
+    return nb
+
+
+def _code_outputs(path: Path) -> Iterable[tuple[int, Mapping]]:
+    """``(cell index, output)`` of every output of the notebook's code cells."""
+    for index, cell in enumerate(_read_notebook(path)["cells"]):
+        if cell.get("cell_type") == "code":
+            for output in cell.get("outputs", []):
+                yield index, output
+
+
+def notebook_pool(path, results_dir) -> Pool:
+    """The sources of an executed notebook's prose.
+
+    Its own code-cell outputs, the claim files ``results/manifest.json`` lists for it
+    and the papers' values.
+
+    Parameters
+    ----------
+    path : str or Path
+        The executed notebook (``results/notebooks/<name>.ipynb``).
+    results_dir : str or Path
+        The ``results/`` folder it was published to.
+
+    Returns
+    -------
+    Pool
+        Its sources.
+    """
+    path, results_dir = Path(path), Path(results_dir)
+    pool = Pool(path.stem)
+    for index, output in _code_outputs(path):
+        for text in _output_texts(output):
+            pool.add_text(text, f"{path.name} cell {index}")
+    manifest = results_dir / "manifest.json"
+    record = json.loads(manifest.read_text(encoding="utf-8")) if manifest.exists() else {}
+    for rel in record.get(path.stem, {}).get("files", []):
+        claim_file = results_dir.parent / rel
+        if rel.startswith("results/claims/") and claim_file.exists():
+            pool.add(_claim_values(claim_file), rel)
+    return pool.add(_paper_values(), "topofl_lib/paper_claims.csv")
+
+
+def readme_pools(results_dir) -> tuple[Pool, dict[str, Pool]]:
+    """The sources of the README: the committed files, and each executed notebook's.
+
+    Parameters
+    ----------
+    results_dir : str or Path
+        The ``results/`` folder.
+
+    Returns
+    -------
+    (Pool, dict of str to Pool)
+        The files' values (``claims.csv`` means and sds, the papers' values,
+        ``environment.json``, ``manifest.json``), and each executed notebook's
+        :func:`notebook_pool` by name.
+    """
+    results_dir = Path(results_dir)
+    files = Pool("results files")
+    if (results_dir / "claims.csv").exists():
+        files.add(_claim_values(results_dir / "claims.csv"), "results/claims.csv")
+    files.add(_paper_values(), "topofl_lib/paper_claims.csv")
+    for name in ("environment.json", "manifest.json"):
+        if (results_dir / name).exists():
+            data = json.loads((results_dir / name).read_text(encoding="utf-8"))
+            files.add(_json_values(data, []), f"results/{name}")
+    notebooks = {p.stem: notebook_pool(p, results_dir)
+                 for p in sorted((results_dir / "notebooks").glob("*.ipynb"))}
+    return files, notebooks
+
+
+# -- checking ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Untraced:
+    """A prose number that no source traces.
+
+    Attributes
+    ----------
+    path : str
+        The file.
+    line : int
+        Its line (in a notebook: within the cell).
+    number : str
+        The number as printed.
+    context : str
+        The line it sits on (at most 160 characters around the number).
+    cell : int or None
+        The notebook cell (None in a Markdown file).
+    """
+
+    path: str
+    line: int
+    number: str
+    context: str
+    cell: int | None = None
+
+    def __str__(self) -> str:
+        cell = "" if self.cell is None else f" cell {self.cell}"
+        return (f"{self.path}{cell} line {self.line}: {self.number!r} traces to no "
+                f"source: {self.context}")
+
+
+#: Numbers that are not measurements wherever they appear: ``(regex, reason)``; a
+#: number inside a match on its line is not checked.
+NOT_MEASURED: tuple[tuple[str, str], ...] = (
+    (r"\b(?:Sec(?:tion)?s?\.?|§)\s*\d+(?:\.\d+)*(?:\s*(?:[-–,/]|and)\s*\d+(?:\.\d+)*)*",
+     "a reference to a section of a paper"),
+)
+
+#: README numbers that are not measurements, or not ours: ``(regex on the line,
+#: reason)``. A number inside a match is not checked.
+README_ALLOWED: tuple[tuple[str, str], ...] = (
+    (r"Python ≥ 3\.10", "the lowest Python version supported"),
+    (r"CPython 3\.11", "the Python version the lock file is compiled for"),
+    (r"the committed runs: [^)|]*", "wall-clock durations of the committed runs; "
+     "results/environment.json records when each notebook finished, not how long it ran"),
+    (r"\(8\.9 hours of run\b", "the run time summed over the stored runs of "
+     "runs/fedtopo/paper/ (the run store, not results/; checked by "
+     "tests/test_traceability.py)"),
+    (r"15\.5 before the compiled union-find", "the TAL step's cost before the compiled "
+     "union-find, a benchmark of an older version of the code"),
+    (r"the paper: \+15\.0, \+7\.5, \+13\.9, \+3\.4",
+     "the paper's own margins, FedTopo minus FedAvg in its Table 1 (74.96 - 60.01, "
+     "91.30 - 83.83, 89.88 - 75.97, 94.46 - 91.07): arithmetic on paper values, checked "
+     "by tests/test_traceability.py"),
+    (r"\(73\.9, 76\.5, 85\.3\)", "FedAvg's accuracy on each of the three L-skew draws, "
+     "per-seed values of runs/fedtopo/paper/ that no published output prints (checked by "
+     "tests/test_traceability.py)"),
+    (r"\bflwr 1\.41\b", "the Flower version the shortened waits are written for"),
+    (r"loop lives 0\.005 instead of 1\.27", "a property of the triangle approximation "
+     "on the unit circle (topofl_lib.topology.persistence), not a published result"),
+)
+
+#: README sections (heading regex) whose numbers no committed file records, with why.
+README_EXEMPT: tuple[tuple[str, str], ...] = (
+    (r"How to explore", "interaction times of the explorer, measured by hand and by "
+     "tests/test_explorer_browser.py"),
+    (r"From notebooks to real clients \(Flower\)", "Flower's version, settings, a test "
+     "tolerance and round timings of benchmarks/flower_rounds.py and tests/test_flower.py"),
+    (r"Speed", "timings of benchmarks/*.py on the 2-core machine"),
+)
+
+
+def _line_of(text: str, pos: int) -> tuple[int, str]:
+    """``(start, text)`` of the line holding position ``pos``."""
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    return start, text[start:end if end >= 0 else len(text)]
+
+
+def _paragraph(text: str, number: Number) -> str:
+    """The paragraph (text between blank lines) ``number`` sits in."""
+    starts = [m.end() for m in _BLANK_LINE.finditer(text, 0, number.start)]
+    end = _BLANK_LINE.search(text, number.end)
+    return text[starts[-1] if starts else 0:end.start() if end else len(text)]
+
+
+def _allowed(text: str, number: Number, allowed: Sequence[tuple[str, str]]) -> bool:
+    start, line = _line_of(text, number.start)
+    col = number.start - start
+    return any(m.start() <= col < m.end() for pattern, _ in allowed
+               for m in re.finditer(pattern, line))
+
+
+def _context(text: str, number: Number) -> str:
+    start, line = _line_of(text, number.start)
+    lo = max(0, number.start - start - 80)
+    return line[lo:lo + 160].strip()
+
+
+def untraced(text: str, pool: Pool | Callable[[Number], Pool], path: str = "<text>", *,
+             allowed: Sequence[tuple[str, str]] = NOT_MEASURED,
+             skip: Sequence[range] = (), cell: int | None = None) -> list[Untraced]:
+    """The decimal numbers of a Markdown text that no source traces.
+
+    Parameters
+    ----------
+    text : str
+        Markdown prose.
+    pool : Pool or callable
+        The sources, or a function giving the sources of each :class:`Number`.
+    path : str, optional
+        The file's name, for the report.
+    allowed : sequence of (str, str), optional
+        ``(regex, reason)`` pairs (default :data:`NOT_MEASURED`): a number inside a
+        match of a regex on its line is not checked.
+    skip : sequence of range, optional
+        Character ranges not to check (rendered and exempt sections).
+    cell : int, optional
+        The notebook cell, for the report.
+
+    Returns
+    -------
+    list of Untraced
+        In order of position.
+
+    Raises
+    ------
+    TypeError
+        ``text`` is not a string, or ``pool`` neither a Pool nor callable.
+    """
+    if not (isinstance(pool, Pool) or callable(pool)):
+        raise TypeError(f"pool must be a Pool or a function of a Number, got "
+                        f"{type(pool).__name__}")
+    found = []
+    for number in numbers(text):
+        if any(number.start in r for r in skip) or _allowed(text, number, allowed):
+            continue
+        sources = pool if isinstance(pool, Pool) else pool(number)
+        percent = number.percent or bool(_PERCENT_WORDS.search(_paragraph(text, number)))
+        if sources.trace(number, percent) is None:
+            found.append(Untraced(path, number.line, number.text, _context(text, number),
+                                  cell))
+    return found
+
+
+def _shown(path: Path) -> str:
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def untraced_notebook(path, results_dir, *, allowed: Sequence[tuple[str, str]] = NOT_MEASURED
+                      ) -> list[Untraced]:
+    """The numbers of an executed notebook's Markdown cells that no source traces.
+
+    Parameters
+    ----------
+    path : str or Path
+        The executed notebook.
+    results_dir : str or Path
+        The ``results/`` folder it was published to (:func:`notebook_pool`).
+    allowed : sequence of (str, str), optional
+        Patterns of numbers that are not measurements (default :data:`NOT_MEASURED`).
+
+    Returns
+    -------
+    list of Untraced
+        With the cell and the line within it.
+    """
+    path = Path(path)
+    pool = notebook_pool(path, results_dir)
+    found = []
+    for index, cell in enumerate(_read_notebook(path)["cells"]):
+        if cell.get("cell_type") == "markdown":
+            found += untraced(_joined(cell.get("source", "")), pool, _shown(path),
+                              allowed=allowed, cell=index)
+    return found
+
+
+_COMMAND_NOTEBOOKS = re.compile(r"--only((?:\s+[a-z_0-9]+)+)")
+_HEADING = re.compile(r"^(#+)[ \t]+(.*)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class _Part:
+    """A heading section of a Markdown text: its span, level, title and notebooks."""
+
+    start: int
+    end: int
+    level: int
+    title: str
+    notebooks: tuple[str, ...]
+
+
+def _parts(text: str) -> list[_Part]:
+    """The text's heading sections, the text before the first heading included.
+
+    A section spans its subsections; it names the notebooks of the ``--only`` commands
+    in its own text (outside fenced code), or else inherits its parent's.
+    """
+    unfenced = _FENCED.sub(_blank, text)
+    heads = [(0, 0, "")] + [(m.start(), len(m.group(1)), m.group(2).strip())
+                            for m in _HEADING.finditer(unfenced)]
+    parts, named = [], {}
+    for i, (start, level, title) in enumerate(heads):
+        later = heads[i + 1:]
+        own_end = later[0][0] if later else len(text)
+        end = next((s for s, lv, _ in later if lv <= level), len(text)) if level else own_end
+        own = tuple(sorted({n for m in _COMMAND_NOTEBOOKS.finditer(unfenced[start:own_end])
+                            for n in m.group(1).split()}))
+        named = {lv: ns for lv, ns in named.items() if lv < level}
+        if own:
+            named[level] = own
+        parts.append(_Part(start, end, level, title, named[max(named)] if named else ()))
+    return parts
+
+
+def untraced_readme(path, results_dir) -> list[Untraced]:
+    """The README's numbers, outside rendered and exempt sections, that no source traces.
+
+    Parameters
+    ----------
+    path : str or Path
+        The README.
+    results_dir : str or Path
+        The ``results/`` folder.
+
+    Returns
+    -------
+    list of Untraced
+        In order of position (see the module docstring for each section's sources).
+
+    Raises
+    ------
+    SectionError
+        The README's markers are malformed or name no renderer (:func:`sections`).
+    """
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    files, notebooks = readme_pools(results_dir)
+    parts = _parts(text)
+    skip = [range(s.start, s.end) for s in sections(text)]
+    skip += [range(p.start, p.end) for p in parts
+             if p.level and any(re.fullmatch(rx, p.title) for rx, _ in README_EXEMPT)]
+    pools: dict[tuple[str, ...], Pool] = {(): files}
+
+    def pool_of(number: Number) -> Pool:
+        names = next(p for p in reversed(parts) if p.start <= number.start).notebooks
+        names = tuple(n for n in names if n in notebooks)
+        if names not in pools:
+            pools[names] = Pool(", ".join(names))
+            for name in names:
+                pools[names].extend(notebooks[name])
+        return pools[names]
+
+    return untraced(text, pool_of, _shown(path), allowed=NOT_MEASURED + README_ALLOWED,
+                    skip=skip)
+
+
+# -- rendered README sections ---------------------------------------------------------
+
+
+class SectionError(ValueError):
+    """The README's section markers are malformed; the message names the line."""
+
+
+_MARKER = re.compile(r"^<!-- topofl:(?P<kind>begin|end) (?P<name>[\w.-]+) -->[ \t]*$",
+                     re.MULTILINE)
+_ANY_MARKER = re.compile(r"<!--\s*topofl:")
+
+
+@dataclass(frozen=True)
+class Section:
+    """A rendered section of a Markdown text.
+
+    Attributes
+    ----------
+    name : str
+        Its renderer's name.
+    start, end : int
+        The span of its body (from the line after the begin marker to the end marker).
+    line : int
+        The line of its begin marker (1-based).
+    """
+
+    name: str
+    start: int
+    end: int
+    line: int
+
+
+def _marker_error(text: str, pos: int, what: str) -> SectionError:
+    return SectionError(f"line {text.count(chr(10), 0, pos) + 1}: {what}")
+
+
+def sections(text: str) -> list[Section]:
+    """The marked sections of a text, checked.
+
+    Parameters
+    ----------
+    text : str
+        The README's text.
+
+    Returns
+    -------
+    list of Section
+        In order.
+
+    Raises
+    ------
+    SectionError
+        A marker is malformed, an end has no begin of its name, a begin no end, a
+        section begins inside another, or a name has no renderer in :data:`SECTIONS`;
+        the message names the line. Markers quoted as code are not markers.
+    TypeError
+        ``text`` is not a string.
+    """
+    found, open_ = [], None
+    scanned = _INLINE_CODE.sub(_blank, _FENCED.sub(_blank, _check_text(text, "text")))
+    markers = {m.start(): m for m in _MARKER.finditer(scanned)}
+    for loose in _ANY_MARKER.finditer(scanned):
+        m = markers.get(loose.start())
+        if m is None:
+            raise _marker_error(text, loose.start(), "malformed section marker; write "
+                                "'<!-- topofl:begin NAME -->' or '<!-- topofl:end NAME -->' "
+                                "alone on its line")
+        name = m["name"]
+        if m["kind"] == "begin":
+            if open_ is not None:
+                raise _marker_error(text, m.start(), f"section {name!r} begins inside "
+                                    f"section {open_['name']!r}, which has not ended")
+            if name not in SECTIONS:
+                raise _marker_error(text, m.start(), f"unknown section {name!r}; known: "
+                                    f"{sorted(SECTIONS)}")
+            open_ = m
+        elif open_ is None or open_["name"] != name:
+            raise _marker_error(text, m.start(), f"end of section {name!r}, which has not "
+                                "begun" + (f" (section {open_['name']!r} is open)"
+                                           if open_ is not None else ""))
+        else:
+            line = text.count("\n", 0, open_.start()) + 1
+            found.append(Section(name, open_.end() + 1, m.start(), line))
+            open_ = None
+    if open_ is not None:
+        raise _marker_error(text, open_.start(), f"section {open_['name']!r} never ends; "
+                            f"add '<!-- topofl:end {open_['name']} -->'")
+    return found
+
+
+#: Section name -> function(results_dir) -> the section's Markdown.
+SECTIONS: dict[str, Callable[[Path], str]] = {}
+
+
+def register_section(name: str) -> Callable[[Callable[[Path], str]], Callable[[Path], str]]:
+    """Register a README section renderer under ``name`` (a decorator).
+
+    Parameters
+    ----------
+    name : str
+        The name in the section's markers.
+
+    Returns
+    -------
+    callable
+        The decorator; it returns the function unchanged.
+
+    Raises
+    ------
+    ValueError
+        ``name`` is not a word (letters, digits, ``_.-``) or is taken.
+    """
+    if not isinstance(name, str) or not re.fullmatch(r"[\w.-]+", name):
+        raise ValueError(f"name must be a word (letters, digits, '_', '.', '-'), got {name!r}")
+    if name in SECTIONS:
+        raise ValueError(f"name {name!r} is already registered")
+
+    def decorator(func: Callable[[Path], str]) -> Callable[[Path], str]:
+        SECTIONS[name] = func
+        return func
+    return decorator
+
+
+def _body(name: str, results_dir: Path) -> str:
+    """A section's text between its markers: blank line, Markdown, blank line (or empty)."""
+    markdown = SECTIONS[name](results_dir).strip("\n")
+    return f"\n{markdown}\n\n" if markdown else ""
+
+
+def render_readme(readme_text: str, results_dir) -> str:
+    """The README with every marked section rendered from the committed results.
+
+    Only the text between the markers changes.
+
+    Parameters
+    ----------
+    readme_text : str
+        The README's text.
+    results_dir : str or Path
+        The ``results/`` folder.
+
+    Returns
+    -------
+    str
+        The new text.
+
+    Raises
+    ------
+    SectionError
+        The markers are malformed or name no renderer (:func:`sections`).
+    ValueError
+        A renderer cannot find its numbers in a published notebook (the message names
+        the notebook).
+    TypeError
+        ``readme_text`` is not a string.
+    """
+    results_dir = Path(results_dir)
+    out, last = [], 0
+    for section in sections(_check_text(readme_text, "readme_text")):
+        out += [readme_text[last:section.start], _body(section.name, results_dir)]
+        last = section.end
+    return "".join(out) + readme_text[last:]
+
+
+def stale_sections(readme_text: str, results_dir) -> list[Section]:
+    """The marked sections whose text differs from a fresh rendering.
+
+    Parameters
+    ----------
+    readme_text : str
+        The README's text.
+    results_dir : str or Path
+        The ``results/`` folder.
+
+    Returns
+    -------
+    list of Section
+        In order (empty: the README is as the publisher would write it).
+    """
+    results_dir = Path(results_dir)
+    return [s for s in sections(readme_text)
+            if readme_text[s.start:s.end] != _body(s.name, results_dir)]
+
+
+def write_readme(readme, results_dir) -> bool:
+    """Re-render the README's sections and rewrite it atomically if they changed.
+
+    Parameters
+    ----------
+    readme : str or Path
+        The README (nothing happens without the file).
+    results_dir : str or Path
+        The ``results/`` folder.
+
+    Returns
+    -------
+    bool
+        Whether the file was rewritten.
+
+    Raises
+    ------
+    SectionError
+        The markers are malformed or name no renderer (:func:`sections`).
+    """
+    readme = Path(readme)
+    if not readme.exists():
+        return False
+    text = readme.read_text(encoding="utf-8")
+    new = render_readme(text, results_dir)
+    if new == text:
+        return False
+    write_text_atomic(readme, new)
+    return True
+
+
+# -- tables printed by executed notebooks ------------------------------------------
+
+
+class _TableCells(HTMLParser):
+    """The rows of every ``<table>`` of an HTML fragment: ``(text, colspan, rowspan, tag)``."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tables: list[dict[str, list]] = []
+        self._part = "body"
+        self._row: list | None = None
+        self._cell: list[str] | None = None
+        self._span = (1, 1, "td")
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append({"head": [], "body": []})
+        elif tag in ("thead", "tbody"):
+            self._part = "head" if tag == "thead" else "body"
+        elif tag == "tr" and self.tables:
+            self._row = []
+        elif tag in ("th", "td") and self._row is not None:
+            a = dict(attrs)
+            self._cell = []
+            self._span = (int(a.get("colspan") or 1), int(a.get("rowspan") or 1), tag)
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+    def handle_endtag(self, tag):
+        if tag in ("th", "td") and self._cell is not None and self._row is not None:
+            self._row.append(("".join(self._cell).strip(), *self._span))
+            self._cell = None
+        elif tag == "tr" and self._row is not None:
+            self.tables[-1][self._part].append(self._row)
+            self._row = None
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table an executed notebook printed (a pandas DataFrame's HTML), by labels.
+
+    Attributes
+    ----------
+    cells : dict
+        ``(row labels, column labels) -> text as printed``; labels are tuples of str
+        (one per index or column level).
+    cell : int
+        The notebook cell that printed it.
+    """
+
+    cells: dict
+    cell: int
+
+    def columns(self) -> list[tuple[str, ...]]:
+        """Its column labels, in order.
+
+        Returns
+        -------
+        list of tuple of str
+            One tuple per column.
+        """
+        return list(dict.fromkeys(col for _, col in self.cells))
+
+
+def _body_rows(rows: list) -> list[list[tuple[str, str]]]:
+    """Body rows with rowspans and colspans expanded: each a list of ``(text, tag)``."""
+    out, pending = [], {}
+    for row in rows:
+        cells, cursor = [], iter(row)
+        while True:
+            col = len(cells)
+            if col in pending:
+                text, tag, left = pending.pop(col)
+                if left > 1:
+                    pending[col] = (text, tag, left - 1)
+                cells.append((text, tag))
+                continue
+            cell = next(cursor, None)
+            if cell is None:
+                break
+            text, colspan, rowspan, tag = cell
+            for _ in range(colspan):
+                if rowspan > 1:
+                    pending[len(cells)] = (text, tag, rowspan - 1)
+                cells.append((text, tag))
+        out.append(cells)
+    return out
+
+
+def _table(raw: dict[str, list], cell: int) -> Table | None:
+    body = _body_rows(raw["body"])
+    if not body:
+        return None
+    n_index = next((i for i, (_, tag) in enumerate(body[0]) if tag == "td"), len(body[0]))
+    width = len(body[0]) - n_index
+    levels = [labels for row in raw["head"]
+              if len(labels := [t for t, span, _, _ in row for _ in range(span)][n_index:])
+              == width and any(labels)]
+    columns = [tuple(level[j] for level in levels) for j in range(width)]
+    cells = {(tuple(t for t, _ in row[:n_index]), columns[j]): text
+             for row in body for j, (text, _) in enumerate(row[n_index:n_index + width])}
+    return Table(cells, cell)
+
+
+def notebook_tables(path) -> list[Table]:
+    """Every table an executed notebook printed (its code cells' ``text/html`` outputs).
+
+    Parameters
+    ----------
+    path : str or Path
+        The executed notebook.
+
+    Returns
+    -------
+    list of Table
+        In order of cells.
+    """
+    found = []
+    for index, output in _code_outputs(Path(path)):
+        fragment = (output.get("data") or {}).get("text/html")
+        if fragment is not None:
+            parser = _TableCells()
+            parser.feed(_joined(fragment))
+            parser.close()
+            found += [t for raw in parser.tables if (t := _table(raw, index)) is not None]
+    return found
+
+
+# -- the README's sections ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Claim:
+    mean: float
+    std: float
+    n_seeds: int
+    profile: str
+
+
+def _claims(results_dir: Path) -> dict[str, _Claim]:
+    """The rows of ``results/claims.csv`` by id ({} without the file)."""
+    path = results_dir / "claims.csv"
+    rows = _read_csv(path) if path.exists() else []
+    return {r["id"]: _Claim(float(r["measured_mean"] or "nan"),
+                            float(r["measured_std"] or "nan"),
+                            int(float(r["n_seeds"] or 0)), r["profile"]) for r in rows}
+
+
+def _mean_sd(mean: float, std: float, decimals: int) -> str:
+    """``mean ± sd`` at ``decimals`` (``—`` for no value; the mean alone without an sd)."""
+    if not math.isfinite(mean):
+        return "—"
+    return f"{mean:.{decimals}f}" + (f" ± {std:.{decimals}f}" if math.isfinite(std) else "")
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "|" + "|".join(f" {c} " if c else " " for c in cells) + "|"
+
+
+def _table_lines(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    return [_row(header), "|" + "---|" * len(header), *map(_row, rows)]
+
+
+def _printed_table(results_dir: Path, notebook: str, need: Callable[[Table], bool]
+                   ) -> Table | None:
+    """The last table the executed ``notebook`` printed that ``need`` accepts.
+
+    None when the notebook is not published; a ValueError naming it when it is but
+    printed no such table.
+    """
+    path = results_dir / "notebooks" / f"{notebook}.ipynb"
+    if not path.exists():
+        return None
+    found = [t for t in notebook_tables(path) if need(t)]
+    if not found:
+        raise ValueError(f"{path} prints no table with the rows and columns the README's "
+                         f"{notebook} section needs; render it from what the notebook prints")
+    return found[-1]
+
+
+def _column(table: Table | None, stat: str, prefix: str) -> tuple[str, ...] | None:
+    """The column ``(stat, label)`` of ``table`` whose label starts with ``prefix``."""
+    found = [c for c in (table.columns() if table else []) if len(c) == 2 and c[0] == stat
+             and c[1].startswith(prefix)]
+    return found[0] if len(found) == 1 else None
+
+
+def _printed_number(text: str | None) -> float:
+    try:
+        return float(text) if text else math.nan
+    except ValueError:
+        return math.nan
+
+
+def _t1_table(results_dir: Path, metric: str) -> list[str]:
+    claims, paper = _claims(results_dir), _paper_printed()
+    rows = []
+    for method in METHODS_OF_TABLE1:
+        ids = {s: f"ptopofl.t1.{s}.{metric}.{METHOD_KEYS[method]}" for s in ("hc", "bm")}
+        rows.append([method] + [c for s in ("hc", "bm") for c in
+                                (paper.get(ids[s], ""), _claim_cell(claims, ids[s], 3))])
+    for label, key in (("Local-only (explains the paper's FedAvg row)", "localonly"),
+                       ("SCAFFOLD, v1.0.0 server rule (explains its SCAFFOLD row)",
+                        "scaffold_v1")):
+        rows.append([label] + [c for s in ("hc", "bm") for c in
+                               ("", _claim_cell(claims, f"topofl.t1.{s}.{metric}.{key}", 3))])
+    header = ["method", "healthcare: paper", "healthcare: paper's protocol",
+              "benchmark: paper", "benchmark: paper's protocol"]
+    return _table_lines(header, rows)
+
+
+def _claim_cell(claims: Mapping[str, _Claim], cid: str, decimals: int,
+                scale: float = 1.0) -> str:
+    claim = claims.get(cid)
+    return "—" if claim is None else _mean_sd(scale * claim.mean, scale * claim.std, decimals)
+
+
+def _seeds_and_profiles(claims: Mapping[str, _Claim], prefix: str) -> tuple[str, str]:
+    rows = [c for cid, c in claims.items() if cid.startswith(prefix)]
+    seeds = sorted({c.n_seeds for c in rows})
+    profiles = sorted({c.profile for c in rows})
+    return "/".join(map(str, seeds)) or "—", ", ".join(f"`{p}`" for p in profiles) or "—"
+
+
+@register_section("ptopofl_table1_auc")
+def _ptopofl_table1_auc(results_dir: Path) -> str:
+    """pTopoFL Table 1, final AUC under the paper's protocol, beside the paper's."""
+    seeds, profiles = _seeds_and_profiles(_claims(results_dir), "ptopofl.t1.")
+    caption = (f"Final-round AUC, mean ± sd over {seeds} seeds, the paper's protocol (the "
+               f"committed run, {profiles} profile;\n`results/comparison.md` has every row):")
+    return "\n".join([caption, "", *_t1_table(results_dir, "auc")])
+
+
+@register_section("ptopofl_table1_acc")
+def _ptopofl_table1_acc(results_dir: Path) -> str:
+    """pTopoFL Table 1, final accuracy under the paper's protocol, beside the paper's."""
+    return "\n".join(_t1_table(results_dir, "acc"))
+
+
+#: FedTopo's Table 1 (``fedtopo.txt``), FMNIST columns, for the two baselines that
+#: ``paper_claims.csv`` holds no id for (its FedAvg and FedTopo rows are claims).
+FEDTOPO_T1_BASELINES = {
+    "FedProx": {"N": "66.68", "L": "87.49", "K": "75.91", "Q": "90.57"},
+    "SCAFFOLD": {"N": "68.78", "L": "87.43", "K": "80.35", "Q": "90.22"},
+}
+_PARTITIONS = ("N", "L", "K", "Q")
+
+
+def _has_fedtopo_t1(table: Table) -> bool:
+    rows = {r for r, _ in table.cells}
+    return {("FedProx",), ("SCAFFOLD",)} <= rows and all(
+        _column(table, stat, f"fashion_mnist-{p}") for stat in ("mean", "std", "count")
+        for p in _PARTITIONS)
+
+
+def _fedtopo_printed_cell(table: Table | None, method: str, part: str) -> str:
+    """A Table 1 cell from the notebook's printed table: ``mean ± sd`` as printed or,
+    where runs diverged, the mean of those that finished and how many did."""
+    if table is None:
+        return "—"
+    mean, std, count = (_column(table, stat, f"fashion_mnist-{part}")
+                        for stat in ("mean", "std", "count"))
+    runs = max(_printed_number(v) for (_, c), v in table.cells.items() if c == count)
+    finished = _printed_number(table.cells.get(((method,), count)))
+    shown = table.cells.get(((method,), mean))
+    if not math.isfinite(_printed_number(shown)):
+        return "—"
+    if finished < runs:
+        return (f"{shown} ({finished:.0f} of {runs:.0f} seeds; the other "
+                f"{runs - finished:.0f} diverged)")
+    return f"{shown} ± {table.cells.get(((method,), std))}"
+
+
+@register_section("fedtopo_table1")
+def _fedtopo_table1(results_dir: Path) -> str:
+    """FedTopo Table 1 (FMNIST), ours beside the paper's: FedAvg and FedTopo from the
+    claims, FedProx and SCAFFOLD from the table the fedtopo notebook prints."""
+    claims, paper = _claims(results_dir), _paper_printed()
+    printed = _printed_table(results_dir, "fedtopo", _has_fedtopo_t1)
+    rows = []
+    for method in ("FedAvg", "FedProx", "SCAFFOLD", "FedTopo"):
+        cells = [method]
+        for part in _PARTITIONS:
+            cid = f"fedtopo.t1.fmnist.{part}.{method.lower()}"
+            if method in FEDTOPO_T1_BASELINES:
+                cells += [FEDTOPO_T1_BASELINES[method][part],
+                          _fedtopo_printed_cell(printed, method, part)]
+            else:
+                cells += [paper.get(cid, ""), _claim_cell(claims, cid, 2)]
+        rows.append(cells)
+    header = ["method"] + [h for p in _PARTITIONS for h in (f"{p}-skew: paper", "ours")]
+    return "\n".join(_table_lines(header, rows))
+
+
+#: The deep pTopoFL table's columns: stand-in scenario, its Table 2 key (None: no paper
+#: setting) and its heading.
+_DEEP_COLUMNS = (
+    ("cifar01", "FMNIST Dir(0.1) (paper CIFAR-10: {})"),
+    ("cifar05", "FMNIST Dir(0.5) (paper: {})"),
+    ("femnist", "MNIST-5k Dir(0.5) (paper FEMNIST: {})"),
+    (None, "MNIST-5k Dir(0.1)"),
+)
+_DEEP_EXTRA_SCENARIO = "mnist5k-L0.1"
+_DEEP_METHODS = ("FedAvg", "FedProx", "SCAFFOLD", "pFedMe", "pTopoFL")
+
+
+def _deep_scenario(key: str | None) -> str:
+    return DEEP_STAND_INS[key][0] if key else _DEEP_EXTRA_SCENARIO
+
+
+def _has_deep_table(table: Table) -> bool:
+    return all(((m,), (stat, _deep_scenario(k))) in table.cells for m in _DEEP_METHODS
+               for stat in ("mean", "std") for k, _ in _DEEP_COLUMNS)
+
+
+def _deep_heading(key: str | None, heading: str, paper: Mapping[str, str]) -> str:
+    if key is None:
+        return heading
+    values = [paper.get(f"ptopofl.t2.{key}.{m}") for m in ("fedavg", "ptopofl")]
+    shown = " / ".join(f"{100 * float(v):.{max(0, len(v.partition('.')[2]) - 2)}f}"
+                       if v else "—" for v in values)
+    return heading.format(shown)
+
+
+def _deep_cell(claims, printed: Table | None, method: str, key: str | None) -> str:
+    cid = f"ptopofl.t2.{key}.{METHOD_KEYS[method]}" if key else None
+    if cid in claims:
+        return _claim_cell(claims, cid, 2, scale=100.0)
+    if printed is None:
+        return "—"
+    scenario = _deep_scenario(key)
+    mean, std = (printed.cells[((method,), (stat, scenario))] for stat in ("mean", "std"))
+    return f"{mean} ± {std}"
+
+
+@register_section("ptopofl_deep_table2")
+def _ptopofl_deep_table2(results_dir: Path) -> str:
+    """The deep pTopoFL stand-in table (personalised accuracy, %): the claim rows where
+    Table 2 has an id, the table the ptopofl_deep notebook prints for the others."""
+    claims, paper = _claims(results_dir), _paper_printed()
+    printed = _printed_table(results_dir, "ptopofl_deep", _has_deep_table)
+    header = ["method"] + [_deep_heading(k, h, paper) for k, h in _DEEP_COLUMNS]
+    rows = [[m] + [_deep_cell(claims, printed, m, k) for k, _ in _DEEP_COLUMNS]
+            for m in _DEEP_METHODS]
+    return "\n".join(_table_lines(header, rows))
+
+
+def _markdown_of(value) -> str:
+    """A renderer's result as Markdown: a string as it is, a DataFrame as a pipe table."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    frame = value.reset_index() if getattr(value.index, "name", None) else value
+    return "\n".join(_table_lines([str(c) for c in frame.columns],
+                                  [[str(v) for v in row] for row in frame.to_numpy()]))
+
+
+@register_section("coverage")
+def _coverage(results_dir: Path) -> str:
+    """The claims' protocol counts and coverage table, where :mod:`topofl_lib.results`
+    has them (``protocol_counts(results_dir)``, ``coverage_table(results_dir)``);
+    empty until it does."""
+    from . import results
+    parts = [_markdown_of(fn(results_dir)) for name in ("protocol_counts", "coverage_table")
+             if (fn := getattr(results, name, None)) is not None]
+    return "\n\n".join(p for p in parts if p)
