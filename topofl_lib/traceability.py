@@ -559,8 +559,6 @@ README_ALLOWED: tuple[tuple[str, str], ...] = (
     (r"\(8\.9 hours of run\b", "the run time summed over the stored runs of "
      "runs/fedtopo/paper/ (the run store, not results/; checked by "
      "tests/test_traceability.py)"),
-    (r"15\.5 before the compiled union-find", "the TAL step's cost before the compiled "
-     "union-find, a benchmark of an older version of the code"),
     (r"the paper: \+15\.0, \+7\.5, \+13\.9, \+3\.4",
      "the paper's own margins, FedTopo minus FedAvg in its Table 1 (74.96 - 60.01, "
      "91.30 - 83.83, 89.88 - 75.97, 94.46 - 91.07): arithmetic on paper values, checked "
