@@ -13,9 +13,10 @@ contract checks it in CI), from the bottom up:
    ``clustering`` (GFC and baselines) beside it;
 6. ``privacy``, ``theory``, ``results`` (the claims table): independent of each other;
 7. ``fedtopo`` (registers ``"FedTopo"``), then ``deep`` (registers ``"image"``): plug-ins
-   from above, found by name through the registries' entry points; ``traceability``
-   (prose numbers traced to the committed results, the README's rendered tables) beside
-   ``fedtopo``;
+   from above, found by name through the registries' entry points; ``claims_summary``
+   (protocol, verdict and coverage of the published claims) beside ``fedtopo``;
+   ``traceability`` (prose numbers traced to the committed results, the README's rendered
+   tables) beside ``experiments``;
 8. ``experiments``, ``detection`` (the detection report of the label-aware descriptors)
    beside it; 9. ``viz``; 10. ``explorer``, ``flower``; 11. ``reproduce``.
 

@@ -12,7 +12,9 @@ repository's ``figures/``, ``results/claims/`` and ``results/notebooks/``, or
    (:func:`check_claim_files`): its columns and values, and, where ``manifest.json``
    recorded them when its notebook was published, its row count, claim ids and SHA-256.
    A damaged file stops the publication before anything is written; the message names
-   it and how to restore it;
+   it and how to restore it. So does a row that no rule of ``topofl_lib/protocols.csv``
+   gives a protocol (:func:`topofl_lib.claims_summary.assign_protocols`), since the
+   summary could not be built;
 2. a journal listing every move (staged file -> final name, all on one filesystem), the
    notebook's stale files to remove (those its last run published and this one did
    not, from ``results/manifest.json``), the new manifest (with the record of the new
@@ -21,7 +23,8 @@ repository's ``figures/``, ``results/claims/`` and ``results/notebooks/``, or
 3. the moves are done with ``os.replace`` (SIGINT is held back meanwhile), the stale
    files removed;
 4. ``claims.csv`` and ``comparison.md`` are regenerated from the per-notebook claim
-   files, each written to a temporary file and renamed;
+   files (:func:`topofl_lib.claims_summary.comparison_document`), each written to a
+   temporary file and renamed;
 5. the journal is removed.
 
 A run killed before step 2 has changed nothing. A run killed after it (a window of a
@@ -46,10 +49,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+import pandas as pd
 
+from .claims_summary import assign_protocols, comparison_document
 from .environment import ENVIRONMENT_FILE, add_notebook
 from .outputs import write_text_atomic
-from .results import ClaimFileError, comparison_document, read_claim_file
+from .results import ClaimFileError, read_claim_file
 from .traceability import write_readme
 
 __all__ = ["NOTEBOOK_LIMIT", "DamagedResults", "Target", "check_claim_files",
@@ -309,7 +314,9 @@ def write_summary(results_dir) -> None:
     """Regenerate ``claims.csv`` and ``comparison.md`` from ``claims/*.csv``, atomically.
 
     Every claim file is checked first (:func:`check_claim_files`); a damaged one stops
-    it before anything is written.
+    it before anything is written, and so does a row without a protocol rule (both texts
+    are built before either file is written). Each file is written to a temporary file
+    and renamed over the old one.
 
     Parameters
     ----------
@@ -320,6 +327,8 @@ def write_summary(results_dir) -> None:
     ------
     DamagedResults
         A claim file is damaged; the message names it and how to restore it.
+    ValueError
+        A row matches no rule of ``topofl_lib/protocols.csv``.
     """
     results_dir = Path(results_dir)
     check_claim_files(results_dir)
@@ -556,6 +565,17 @@ def _check_stage(stage: Path, name: str, claims: str, profile: str) -> Path:
     return path
 
 
+def _check_protocols(results_dir: Path, staged: Path, name: str) -> None:
+    """Refuse notebook ``name`` when a row of the summary it would give has no protocol."""
+    files = [p for p in sorted((results_dir / "claims").glob("*.csv"))
+             if p.name != staged.name] + [staged]
+    rows = pd.concat([read_claim_file(p)[["id", "profile"]] for p in files], ignore_index=True)
+    try:
+        assign_protocols(rows)
+    except ValueError as exc:
+        raise RuntimeError(f"notebook {name!r}: {exc}; nothing of it was published") from None
+
+
 def _file_moves(stage: Path, target: Target, name: str, claims: Path) -> list[tuple[Path, Path]]:
     """(staged file, final name) of the figures, the executed notebook and the claim file."""
     figures = sorted(p for p in (stage / "figures").glob("*")
@@ -606,7 +626,8 @@ def publish(stage: Path, target: Target, name: str, claims: str, profile: str,
     ------
     RuntimeError
         The notebook wrote another claim file than ``<claims>.csv``, a damaged one, or
-        rows that carry another profile than ``profile``, or its executed copy exceeds
+        rows that carry another profile than ``profile``, or a row that no protocol rule
+        matches (``topofl_lib/protocols.csv``), or its executed copy exceeds
         :data:`NOTEBOOK_LIMIT`, or ``stage`` is not in ``target.staging``; nothing is
         published then.
     DamagedResults
@@ -622,6 +643,7 @@ def publish(stage: Path, target: Target, name: str, claims: str, profile: str,
         raise RuntimeError(f"notebook {name!r} wrote claim id {clash[0][1]!r}, which "
                            f"{clash[0][0]} already holds (each claim belongs to one notebook); "
                            "nothing of it was published")
+    _check_protocols(target.results, staged, name)
     moves = _file_moves(stage, target, name, staged)
 
     def rel(path: Path) -> str:

@@ -3,7 +3,10 @@
 ``python -m topofl_lib reproduce --profile quick|cpu|paper|auto [--only NAME ...] [--force]``
 executes every registered notebook (or those named) with the profile's parameters
 (:mod:`topofl_lib.notebook_params` holds them; ``reproduce`` passes only ``profile`` and
-``output_dir``).
+``output_dir``). ``python -m topofl_lib reproduce --summary-only`` runs no notebook: it
+checks the published claim files and rewrites ``results/claims.csv`` and
+``results/comparison.md`` from them (:func:`rewrite_summary`), e.g. after the protocol
+rules or the paper claims changed.
 
 Profiles, ranked ``quick`` < ``cpu`` < ``paper``: ``quick`` (CI, minutes), ``cpu`` (the
 papers' protocols for every notebook but the two deep ones, which run a reduced protocol
@@ -70,10 +73,18 @@ from ._validation import check_int
 from .environment import git_state, machine_record, run_record
 from .flower import cli as flower_cli
 from .notebook_params import COMMON, NOTEBOOKS, PROFILES, Notebook, parameters_cell
-from .publish import Target, check_claim_files, finish_pending, publish, published_profiles
+from .publish import (
+    Target,
+    check_claim_files,
+    finish_pending,
+    publish,
+    published_profiles,
+    write_summary,
+    write_readme_sections,
+)
 
 __all__ = ["NotebookFailed", "ProfileRefused", "ReproduceError", "main", "reproduce",
-           "resolve_profile"]
+           "resolve_profile", "rewrite_summary"]
 
 
 class ReproduceError(RuntimeError):
@@ -283,6 +294,55 @@ def reproduce(profile: str = "quick", only: Sequence[str] | None = None,
     return target.results / "claims.csv"
 
 
+def rewrite_summary(output_dir=".") -> Path:
+    """Rewrite the published ``claims.csv`` and ``comparison.md`` from the claim files.
+
+    No notebook runs and nothing else is written (but the lock file under
+    ``build/reproduce/``): every published claim file is checked
+    (:func:`topofl_lib.publish.check_claim_files`, against ``manifest.json``'s records),
+    then both files are regenerated, each written to a temporary file and renamed
+    (:func:`topofl_lib.publish.write_summary`), and the README's rendered sections with
+    them (:func:`topofl_lib.publish.write_readme_sections`). The measured columns come from the claim
+    files unchanged; the protocol, verdict and coverage follow the package's current
+    ``protocols.csv``, ``coverage.csv`` and ``paper_claims.csv``.
+
+    Parameters
+    ----------
+    output_dir : path, default="."
+        The repository root (``results/`` below it).
+
+    Returns
+    -------
+    pathlib.Path
+        The ``claims.csv`` written.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``output_dir`` holds no ``results/claims/`` folder.
+    ReproduceError
+        Another reproduce run holds the lock, or an interrupted publication is pending
+        (the next ``cpu``/``paper`` run completes it); nothing was written.
+    topofl_lib.publish.DamagedResults
+        A claim file is damaged (the message names it and how to restore it); nothing was
+        written.
+    ValueError
+        A row matches no protocol rule; nothing was written.
+    """
+    target = Target(Path(output_dir).resolve(), published=True)
+    if not (target.results / "claims").is_dir():
+        raise FileNotFoundError(f"no published claim files in {target.results / 'claims'} "
+                                "(run from the repository root, or pass --output-dir)")
+    with _locked(target.work / f".lock-{target.kind}"):
+        if target.journal.exists():
+            raise ReproduceError(f"an interrupted publication is pending ({target.journal}); "
+                                 "the next `reproduce --profile cpu|paper` run completes it. "
+                                 "Nothing was written")
+        write_summary(target.results)
+        write_readme_sections(target)
+    return target.results / "claims.csv"
+
+
 def _keep_better(names: list[str], registry: Mapping[str, Notebook], target: Target,
                  profile: str, requested: str, force: bool) -> list[str]:
     """``names`` without those whose published results ``profile`` would lose (auto)."""
@@ -379,7 +439,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     rep = sub.add_parser("reproduce", help="run the notebooks; cpu/paper publish into "
                                            "figures/ and results/, quick into build/")
-    rep.add_argument("--profile", choices=[*PROFILES, "auto"], default="quick")
+    rep.add_argument("--profile", choices=[*PROFILES, "auto"], default=None,
+                     help="quick (default), cpu, paper or auto")
     rep.add_argument("--only", nargs="+", metavar="NAME", choices=list(NOTEBOOKS),
                      help="run only these notebooks")
     rep.add_argument("--force", action="store_true",
@@ -390,21 +451,44 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--notebooks-dir", default="notebooks")
     rep.add_argument("--output-dir", default=".")
     rep.add_argument("--kernel", default=None, help="Jupyter kernel name (default: notebook's)")
+    rep.add_argument("--summary-only", action="store_true",
+                     help="run no notebook: check the published claim files and rewrite "
+                          "results/claims.csv and results/comparison.md from them")
     flower_cli.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "flower":
         return flower_cli.run(args)
+    if args.summary_only:
+        return _summary_only(rep, args)
     try:
-        path = reproduce(args.profile, args.only, args.notebooks_dir, args.output_dir,
-                         args.kernel, args.force, workers=args.workers)
+        path = reproduce(args.profile or "quick", args.only, args.notebooks_dir,
+                         args.output_dir, args.kernel, args.force, workers=args.workers)
     except (ReproduceError, TypeError, ValueError, OSError) as exc:
         print("error: " + " ".join(str(exc).split()), file=sys.stderr)
         return 1 if isinstance(exc, NotebookFailed) else 2
-    if args.profile == "quick":
+    if (args.profile or "quick") == "quick":
         print(f"quick profile: nothing was published; figures, results and executed notebooks "
               f"are in {path.parent.parent}")
     else:
         print(f"wrote {path} and {path.with_name('comparison.md')}")
+    return 0
+
+
+def _summary_only(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``reproduce --summary-only``: :func:`rewrite_summary`, errors as one line (status 2)."""
+    given = [flag for flag, value in (("--profile", args.profile), ("--only", args.only),
+                                      ("--force", args.force), ("--workers", args.workers),
+                                      ("--kernel", args.kernel)) if value]
+    if given:
+        parser.error(f"--summary-only runs no notebook and takes only --output-dir, "
+                     f"not {', '.join(given)}")
+    try:
+        path = rewrite_summary(args.output_dir)
+    except (ReproduceError, TypeError, ValueError, OSError) as exc:
+        print("error: " + " ".join(str(exc).split()), file=sys.stderr)
+        return 2
+    print(f"wrote {path} and {path.with_name('comparison.md')} from the published claim "
+          "files; no notebook ran")
     return 0
 
 

@@ -1,13 +1,13 @@
-"""The papers' claims, our measurements of them, and the comparison table.
+"""The papers' claims and our measurements of them, one claim file per notebook.
 
-The package carries its own copy of the claims table (``paper_claims.csv``: id,
-paper, experiment, setting, method, metric, value, source). Rows whose ``paper`` is
-``topofl`` are measurements that go beyond the papers (no paper value). A notebook turns its
-per-seed measurements into rows ``id, measured_mean, measured_std, n_seeds, profile``
-with :func:`claim_rows` and writes them with :func:`write_claims`; the reproduce
-command merges every notebook's rows (:func:`collect_claims`) into
-``results/claims.csv`` and renders ``results/comparison.md``
-(:func:`comparison_document`).
+The package carries its own copy of the claims table (``paper_claims.csv``: id, paper,
+experiment, setting, method, metric, value, paper_std, source): every number the three
+papers print, and rows whose ``paper`` is ``topofl``, measurements that go beyond the
+papers (no paper value). A notebook turns its per-seed measurements into rows ``id,
+measured_mean, measured_std, n_seeds, profile`` with :func:`claim_rows` and writes them
+with :func:`write_claims`; the reproduce command merges every notebook's rows
+(:func:`collect_claims`) and :mod:`topofl_lib.claims_summary` turns them into
+``results/claims.csv`` and ``results/comparison.md``.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .environment import ENVIRONMENT_FILE
 from .outputs import atomic_path, check_unpublished
 
 __all__ = [
     "CLAIM_COLUMNS",
     "NOT_RUN",
+    "NOT_RUN_SOURCE",
     "REQUIRED_CLAIM_COLUMNS",
     "ClaimFileError",
     "ablation_claim_values",
@@ -37,8 +37,6 @@ __all__ = [
     "claim_rows",
     "collect_claims",
     "compare_with_paper",
-    "comparison_document",
-    "comparison_markdown",
     "load_paper_claims",
     "read_claim_file",
     "table1_claim_values",
@@ -72,10 +70,37 @@ NOT_RUN: dict[str, str] = dict.fromkeys(
     "FMNIST row")
 
 
+#: The ``source`` of the rows :func:`collect_claims` adds for :data:`NOT_RUN`.
+NOT_RUN_SOURCE = "not run here"
+
+
 def load_paper_claims() -> pd.DataFrame:
-    """The papers' numbers, indexed by claim id."""
+    """The papers' numbers, indexed by claim id.
+
+    ``value`` is the paper's number as a float (NaN where the paper prints none, or prints
+    a formula such as ``O(p)``), ``value_text`` the same as the paper prints it (``"0.790"``,
+    ``"O(p)"``; empty where it prints none), so that its precision can be read, and
+    ``paper_std`` the spread the paper prints beside it (NaN where it prints none).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns paper, experiment, setting, method, metric, value, paper_std, source and
+        value_text, indexed by claim id, in the order of ``paper_claims.csv``.
+
+    Examples
+    --------
+    >>> claims = load_paper_claims()
+    >>> row = claims.loc["ptopofl.t1.hc.auc.fedavg"]
+    >>> float(row["value"]), row["value_text"]
+    (0.79, '0.790')
+    """
     with resources.files("topofl_lib").joinpath("paper_claims.csv").open() as fh:
-        return pd.read_csv(fh).set_index("id")
+        claims = pd.read_csv(fh, dtype={"value": str, "paper_std": str}).set_index("id")
+    text = claims["value"].fillna("").str.strip()
+    return claims.assign(value=pd.to_numeric(text, errors="coerce"),
+                         paper_std=pd.to_numeric(claims["paper_std"], errors="coerce"),
+                         value_text=text)
 
 
 def claim_rows(values: Mapping[str, np.ndarray], profile: str,
@@ -398,85 +423,60 @@ def _read_claims(results_dir) -> pd.DataFrame:
         merged = pd.concat([merged, pd.DataFrame(
             {"id": missing, "measured_mean": np.nan, "measured_std": np.nan, "n_seeds": 0,
              "profile": "not run", "note": [NOT_RUN[c] for c in missing],
-             "source": "not run here"})], ignore_index=True)
+             "source": NOT_RUN_SOURCE})], ignore_index=True)
     return merged.sort_values("id", key=lambda s: s.map(order)).reset_index(drop=True)
 
 
-def collect_claims(results_dir) -> pd.DataFrame:
-    """Merge every ``results_dir/claims/*.csv`` (sorted by claim-table order)."""
-    return _read_claims(results_dir)[CLAIM_COLUMNS]
+def collect_claims(results_dir, source: bool = False) -> pd.DataFrame:
+    """Merge every ``results_dir/claims/*.csv`` (sorted by claim-table order).
 
+    Every id of :data:`NOT_RUN` that no file measures gets a row without a value
+    (``n_seeds`` 0, profile ``not run``, its reason as the note).
 
-def comparison_document(results_dir) -> tuple[pd.DataFrame, str]:
-    """The merged claims table and the text of ``comparison.md``.
+    Parameters
+    ----------
+    results_dir : str or Path
+        A results folder (``claims/`` in it).
+    source : bool, default=False
+        Add a ``source`` column: the stem of the claim file each row comes from
+        (:data:`NOT_RUN_SOURCE` for the rows of :data:`NOT_RUN`).
 
-    The header lists each profile present with its row count and the claim files
-    (one per notebook) measured under it, so it never names one profile for rows of
-    another.
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`CLAIM_COLUMNS` (and ``source``), one row per claim id.
+
+    Raises
+    ------
+    ClaimFileError
+        A claim file is damaged (:func:`read_claim_file`), or an id is in two files.
     """
     merged = _read_claims(results_dir)
-    claims = merged[CLAIM_COLUMNS]
-    lines = [f"- `{profile}`: {len(g)} rows ({', '.join(sorted(g['source'].unique()))})"
-             for profile, g in merged.groupby("profile", sort=True) if profile != "not run"]
-    n_not_run = int((merged["profile"] == "not run").sum())
-    if n_not_run:
-        lines.append(f"- `not run`: {n_not_run} rows of settings that cannot run here, "
-                     "without a value (the note says why)")
-    header = (
-        "# Results versus the papers\n\nEach row carries the profile it was measured under "
-        "(`python -m topofl_lib reproduce --profile NAME`; see the README). Rows by "
-        "profile, with the claim files (`results/claims/`) they come from:\n\n"
-        + ("\n".join(lines) or "- none") + "\n\n"
-        + (f"The environment each notebook ran in (Python, package versions, CPU, torch "
-           f"threads, git commit): [`{ENVIRONMENT_FILE}`]({ENVIRONMENT_FILE}).\n\n"
-           if (Path(results_dir) / ENVIRONMENT_FILE).exists() else "")
-        + "Ours: mean ± sample standard deviation over seeds (the "
-        "spread of single runs, not the error of the mean). The papers report single "
-        "runs, so 'paper within ±2 sd' asks whether the paper's number is a plausible "
-        "single run of our setting; it is a coarse check, not a test. Paired tests "
-        "between methods are in the notebooks.\n\n"
-    )
-    return claims, header + comparison_markdown(claims)
+    return merged[[*CLAIM_COLUMNS, "source"]] if source else merged[CLAIM_COLUMNS]
 
 
 def compare_with_paper(measured: pd.DataFrame) -> pd.DataFrame:
-    """Join measurements with the paper's values.
+    """Claim rows joined with the paper's numbers, indexed by claim id.
 
-    ``within_2sd`` says whether the paper's value lies within ``mean +- 2 std`` of our
-    seeds (a coarse consistency check, not a test).
+    Parameters
+    ----------
+    measured : pandas.DataFrame
+        Claim rows (:func:`claim_rows`, :func:`collect_claims`, or the summary of
+        :func:`topofl_lib.claims_summary.summary_table`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``measured``'s columns (but ``id``, the index) and the paper's: ``paper``,
+        ``setting``, ``method``, ``metric``, ``paper_value`` (float), ``value_text`` (as
+        printed), ``paper_std``, ``source``, and ``difference`` (our mean minus the
+        paper's value). Whether they agree is :func:`topofl_lib.claims_summary.paper_verdict`.
     """
-    paper = load_paper_claims()
-    df = measured.set_index("id").join(paper[["paper", "setting", "method", "metric",
-                                              "value", "source"]], how="left")
-    df = df.rename(columns={"value": "paper_value"})
-    df["difference"] = df["measured_mean"] - df["paper_value"]
-    df["within_2sd"] = (df["difference"].abs() <= 2 * df["measured_std"]).where(
-        (df["n_seeds"] > 1) & df["paper_value"].notna())
-    return df
-
-
-def _fmt(value: float, spec: str) -> str:
-    return "—" if pd.isna(value) else format(value, spec)
-
-
-def comparison_markdown(measured: pd.DataFrame) -> str:
-    """A Markdown table: claim, paper value, ours (mean +- std over seeds), difference."""
-    df = compare_with_paper(measured)
-    lines = [
-        "| claim id | setting | method | metric | paper | ours (mean ± std) | seeds | "
-        "ours − paper | paper within ±2 sd | profile | note |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for cid, r in df.iterrows():
-        within = {True: "yes", False: "**no**"}.get(r["within_2sd"], "n/a")
-        lines.append(
-            f"| `{cid}` | {r['setting']} | {r['method']} | {r['metric']} | "
-            f"{_fmt(r['paper_value'], '.4g')} | {_fmt(r['measured_mean'], '.4g')} ± "
-            f"{_fmt(r['measured_std'], '.2g')} | {int(r['n_seeds'])} | "
-            f"{_fmt(r['difference'], '+.3g')} | "
-            f"{within} | {r['profile']} | {r.get('note', '') if pd.notna(r.get('note')) else ''} |"
-        )
-    return "\n".join(lines) + "\n"
+    paper = load_paper_claims()[["paper", "setting", "method", "metric", "value",
+                                 "value_text", "paper_std", "source"]]
+    df = measured.set_index("id").join(paper.rename(columns={"value": "paper_value"}),
+                                       how="left")
+    return df.assign(difference=df["measured_mean"] - df["paper_value"])
 
 
 def _per_seed(df: pd.DataFrame, column: str, **where) -> np.ndarray:

@@ -1346,10 +1346,26 @@ def _markdown_of(value) -> str:
 
 @register_section("coverage")
 def _coverage(results_dir: Path) -> str:
-    """The claims' protocol counts and coverage table, where :mod:`topofl_lib.results`
-    has them (``protocol_counts(results_dir)``, ``coverage_table(results_dir)``);
-    empty until it does."""
-    from . import results
-    parts = [_markdown_of(fn(results_dir)) for name in ("protocol_counts", "coverage_table")
-             if (fn := getattr(results, name, None)) is not None]
-    return "\n\n".join(p for p in parts if p)
+    """What the published claims cover: rows per paper and protocol, and how many of
+    the papers' numbers have a measured row (from ``claims.csv``, as published)."""
+    import pandas as pd
+
+    from .claims_summary import coverage_table, coverage_totals, protocol_counts
+
+    summary = pd.read_csv(Path(results_dir) / "claims.csv", dtype={"id": str})
+    if "protocol" not in summary:
+        return ""  # published before protocols were assigned: re-publish the summary
+    totals = coverage_totals(coverage_table(summary))
+    n, measured = int(totals.loc["all", "numbers"]), int(totals.loc["all", "measured"])
+    like = int(totals.loc["all", "measured_paper"])
+    return (f"**What the comparison covers.** The three papers print {n} numbers; {measured} "
+            "of them have a measured row in [`results/comparison.md`](results/comparison.md), "
+            f"{like} of those under the paper's own protocol. Every row says which protocol it "
+            "ran: `paper` (the paper's data, federation, rounds and at least its seed count), "
+            "`reduced` (the paper's data, less compute or fewer seeds), `stand-in` (other "
+            "data or another federation), `not run` (with the reason). Rows per paper and "
+            "protocol (`topofl.*` rows go beyond the papers):\n\n"
+            + _markdown_of(protocol_counts(summary)) + "\n\n"
+            "The papers' numbers per paper, measured or not (per table and figure, with the "
+            "reason for each number without a row, in `results/comparison.md`):\n\n"
+            + _markdown_of(totals))
