@@ -79,8 +79,8 @@ from .publish import (
     finish_pending,
     publish,
     published_profiles,
-    write_summary,
     write_readme_sections,
+    write_summary,
 )
 
 __all__ = ["NotebookFailed", "ProfileRefused", "ReproduceError", "main", "reproduce",
