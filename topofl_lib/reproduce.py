@@ -302,8 +302,8 @@ def rewrite_summary(output_dir=".") -> Path:
     (:func:`topofl_lib.publish.check_claim_files`, against ``manifest.json``'s records),
     then both files are regenerated, each written to a temporary file and renamed
     (:func:`topofl_lib.publish.write_summary`), and the README's rendered sections with
-    them (:func:`topofl_lib.publish.write_readme_sections`). The measured columns come from the claim
-    files unchanged; the protocol, verdict and coverage follow the package's current
+    them (:func:`topofl_lib.publish.write_readme_sections`). The measured columns come
+    from the claim files unchanged; the protocol, verdict and coverage follow the package's current
     ``protocols.csv``, ``coverage.csv`` and ``paper_claims.csv``.
 
     Parameters

@@ -1365,7 +1365,9 @@ def _coverage(results_dir: Path) -> str:
             "`reduced` (the paper's data, less compute or fewer seeds), `stand-in` (other "
             "data or another federation), `not run` (with the reason). Rows per paper and "
             "protocol (`topofl.*` rows go beyond the papers):\n\n"
-            + _markdown_of(protocol_counts(summary)) + "\n\n"
+            + _markdown_of(protocol_counts(summary).rename_axis("rows of")) + "\n\n"
             "The papers' numbers per paper, measured or not (per table and figure, with the "
             "reason for each number without a row, in `results/comparison.md`):\n\n"
-            + _markdown_of(totals))
+            + _markdown_of(totals.rename(columns={
+                "measured_paper": "of them `paper`", "measured_reduced": "`reduced`",
+                "measured_stand_in": "`stand-in`", "not_measured": "not measured"})))
