@@ -369,7 +369,15 @@ def _paper_values() -> list[tuple[float, int]]:
     their printed precision."""
     printed = [*_paper_printed().values(),
                *(v for row in FEDTOPO_T1_BASELINES.values() for v in row.values())]
-    return [(float(v), len(v.partition(".")[2])) for v in printed]
+    return [(float(v), len(v.partition(".")[2])) for v in printed if _is_number(v)]
+
+
+def _is_number(text: str) -> bool:
+    """A printed value that is a number (the papers also print ``O(p)`` and the like)."""
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
 
 
 def _json_values(value, out: list[tuple[float, int]]) -> list[tuple[float, int]]:
