@@ -396,16 +396,25 @@ def test_register_section_refuses_bad_and_taken_names():
         tr.register_section("coverage")
 
 
-def test_coverage_section_is_empty_until_results_has_it(tmp_path, monkeypatch):
-    monkeypatch.delattr(results_module, "coverage_table", raising=False)
-    monkeypatch.delattr(results_module, "protocol_counts", raising=False)
+def test_coverage_section_counts_the_published_claims(tmp_path):
+    """The README's coverage section: counts from the published claims.csv, empty for a
+    claims.csv published before protocols existed."""
+    from topofl_lib.claims_summary import coverage_table, coverage_totals
+
+    old = pd.DataFrame({"id": ["ptopofl.t1.hc.auc.ptopofl"], "measured_mean": [0.84]})
+    old.to_csv(tmp_path / "claims.csv", index=False)
     assert SECTIONS["coverage"](tmp_path) == ""
-    empty = "<!-- topofl:begin coverage -->\n<!-- topofl:end coverage -->\n"
-    assert render_readme(empty, tmp_path) == empty
-    table = pd.DataFrame({"protocol": ["paper", "ours"], "claims": [3, 4]})
-    monkeypatch.setattr(results_module, "coverage_table", lambda d: table, raising=False)
-    assert SECTIONS["coverage"](tmp_path) == ("| protocol | claims |\n|---|---|\n"
-                                              "| paper | 3 |\n| ours | 4 |")
+    rows = pd.DataFrame({"id": ["ptopofl.t1.hc.auc.ptopofl", "fedtopo.t1.fmnist.L.fedavg",
+                                "topofl.t1.own.hc.auc.ptopofl"],
+                         "measured_mean": [0.84, 78.6, 0.75], "measured_std": [0.04, 5.9, 0.09],
+                         "n_seeds": [20, 3, 20], "protocol": ["paper", "reduced", "stand-in"]})
+    rows.to_csv(tmp_path / "claims.csv", index=False)
+    text = SECTIONS["coverage"](tmp_path)
+    totals = coverage_totals(coverage_table(rows))
+    assert f"print {totals.loc['all', 'numbers']} numbers; 2 of them" in text
+    assert "1 of those under the paper's own protocol" in text
+    assert "| beyond the papers | 0 | 0 | 1 | 0 | 1 |" in text
+    assert "| pTopoFL | 1 | 0 | 0 | 0 | 1 |" in text
 
 
 def test_notebook_tables_read_a_dataframe_by_labels(tmp_path):
