@@ -326,12 +326,8 @@ def protocol_counts(summary: pd.DataFrame) -> pd.DataFrame:
         Index: :data:`PAPERS`, :data:`BEYOND` and ``"all"`` (named ``paper``); columns:
         :data:`PROTOCOLS` and ``"rows"`` (their sum); counts of rows.
     """
-    counts = pd.crosstab(_paper_of(summary["id"]), summary["protocol"]).reindex(
-        index=[*PAPERS, BEYOND], columns=list(PROTOCOLS), fill_value=0)
-    counts["rows"] = counts.sum(axis=1)
-    counts.loc["all"] = counts.sum()
-    counts.index.name, counts.columns.name = "paper", None
-    return counts.astype(int)
+    return _counts(_paper_of(summary["id"]), summary["protocol"], [*PAPERS, BEYOND],
+                   list(PROTOCOLS), "paper")
 
 
 def verdict_counts(summary: pd.DataFrame) -> pd.DataFrame:
@@ -351,11 +347,18 @@ def verdict_counts(summary: pd.DataFrame) -> pd.DataFrame:
     """
     with_value = compare_with_paper(summary)["paper_value"].notna().to_numpy()
     rows = summary[with_value]
-    counts = pd.crosstab(rows["protocol"], rows["verdict"]).reindex(
-        index=list(PROTOCOLS), columns=list(VERDICTS), fill_value=0)
+    return _counts(rows["protocol"], rows["verdict"], list(PROTOCOLS), list(VERDICTS),
+                   "protocol")
+
+
+def _counts(index: pd.Series, columns: pd.Series, rows: list, cols: list,
+            name: str) -> pd.DataFrame:
+    """Counts of (index, column) pairs in a fixed layout, a ``rows`` column and an ``all``
+    row of totals."""
+    counts = pd.crosstab(index, columns).reindex(index=rows, columns=cols, fill_value=0)
     counts["rows"] = counts.sum(axis=1)
     counts.loc["all"] = counts.sum()
-    counts.index.name, counts.columns.name = "protocol", None
+    counts.index.name, counts.columns.name = name, None
     return counts.astype(int)
 
 
