@@ -19,27 +19,29 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from topofl_lib import readme_sections as rs
 from topofl_lib import results as results_module
 from topofl_lib import storage
-from topofl_lib import traceability as tr
 from topofl_lib.publish import Target, publish, write_readme_sections
+from topofl_lib.readme_sections import (
+    SECTIONS,
+    notebook_tables,
+    render_readme,
+    stale_sections,
+    write_readme,
+)
 from topofl_lib.results import claim_rows, load_paper_claims, write_claims
 from topofl_lib.traceability import (
     NOT_MEASURED,
     README_ALLOWED,
-    SECTIONS,
     Pool,
     SectionError,
-    notebook_tables,
     numbers,
     readme_pools,
-    render_readme,
     sections,
-    stale_sections,
     untraced,
     untraced_notebook,
     untraced_readme,
-    write_readme,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,7 +70,7 @@ def test_readme_sections_equal_a_fresh_rendering():
     assert {s.name for s in sections(text)} == RENDERED
     stale = stale_sections(text, RESULTS)
     assert not stale, "README sections differ from the committed results (re-render with " \
-        "topofl_lib.traceability.write_readme): " + ", ".join(
+        "topofl_lib.readme_sections.write_readme): " + ", ".join(
             f"{s.name!r} (line {s.line})" for s in stale)
     assert render_readme(text, RESULTS) == text
 
@@ -379,7 +381,7 @@ def test_marker_errors_name_the_line(tmp_path, toy_section, text, message):
     with pytest.raises(SectionError, match=re.escape(message)):
         render_readme(text, tmp_path)
     with pytest.raises(SectionError, match=re.escape(message)):
-        sections(text)
+        sections(text, SECTIONS)
 
 
 def test_markers_quoted_as_code_are_not_markers(tmp_path, toy_section):
@@ -391,9 +393,9 @@ def test_markers_quoted_as_code_are_not_markers(tmp_path, toy_section):
 
 def test_register_section_refuses_bad_and_taken_names():
     with pytest.raises(ValueError, match="name must be a word"):
-        tr.register_section("two words")
+        rs.register_section("two words")
     with pytest.raises(ValueError, match="name 'coverage' is already registered"):
-        tr.register_section("coverage")
+        rs.register_section("coverage")
 
 
 def test_coverage_section_counts_the_published_claims(tmp_path):

@@ -54,8 +54,8 @@ import pandas as pd
 from .claims_summary import assign_protocols, comparison_document
 from .environment import ENVIRONMENT_FILE, add_notebook
 from .outputs import write_text_atomic
+from .readme_sections import write_readme
 from .results import ClaimFileError, read_claim_file
-from .traceability import write_readme
 
 __all__ = ["NOTEBOOK_LIMIT", "DamagedResults", "Target", "check_claim_files",
            "finish_pending", "fit_notebook", "publish", "published_profiles",
@@ -343,7 +343,7 @@ def write_readme_sections(target: Target) -> bool:
 
     Only a published target has a README (``target.base / "README.md"``); the text
     between each ``<!-- topofl:begin NAME -->`` / ``<!-- topofl:end NAME -->`` pair is
-    rewritten (atomically) from ``results/`` by :func:`topofl_lib.traceability.write_readme`,
+    rewritten (atomically) from ``results/`` by :func:`topofl_lib.readme_sections.write_readme`,
     nothing else. Called right after :func:`write_summary`.
 
     Parameters
