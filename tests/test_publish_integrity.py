@@ -145,15 +145,19 @@ def test_damaged_file_profile_comes_from_the_manifest(target):
 
 
 def test_committed_results_are_accepted_and_the_issue_case_is_refused(tmp_path):
-    """The committed manifest has no records: a copy of results/ still gives the committed
-    summary byte for byte. Cut robustness.csv at 60% and publishing continual_drift stops
-    (the issue's case), naming robustness.csv; restored, it publishes and records only
-    continual's file."""
+    """A copy of results/ gives the committed summary byte for byte. With robustness's
+    entry as a manifest written before records has it (no checksum), cutting
+    robustness.csv at 60% and publishing continual_drift stops (the issue's case), naming
+    robustness.csv; restored, it publishes and records continual's file only."""
     shutil.copytree(REPO / "results", tmp_path / "results")
     target = Target(tmp_path, published=True)
     write_summary(target.results)
     for name in ("claims.csv", "comparison.md"):
         assert (target.results / name).read_bytes() == (REPO / "results" / name).read_bytes()
+    path = target.results / "manifest.json"
+    legacy = json.loads(path.read_text())
+    legacy["robustness"].pop("claims", None)
+    path.write_text(json.dumps(legacy, indent=1))
     robustness = claim_file(target, "robustness")
     data = robustness.read_bytes()
     robustness.write_bytes(data[: int(0.6 * len(data))])
