@@ -16,7 +16,7 @@ import pytest
 import torch
 from torch import nn
 
-from topofl_lib.deep import BlockNet, TorchModel, block_table, deep_variants, make_image_scenario
+from topofl_lib.deep import BlockNet, TorchModel, deep_variants, make_image_scenario
 from topofl_lib.federated import FedAvg
 from topofl_lib.fedtopo import (
     AlphaSchedule,
@@ -27,6 +27,7 @@ from topofl_lib.fedtopo import (
     imbalance_floor,
     persistence_image,
 )
+from topofl_lib.studies.fedtopo import block_table
 from topofl_lib.topology.cubical import cubical_pairs, gather_diagrams
 
 BACKENDS = ["numba", "gudhi"] + (["cripser"] if importlib.util.find_spec("cripser") else [])
@@ -214,7 +215,8 @@ def test_tgbs_errors():
 
 
 def test_tgbs_over_seeds_checks_seeds_like_every_runner():
-    from topofl_lib.deep import load_image_dataset, tgbs_over_seeds
+    from topofl_lib.deep import load_image_dataset
+    from topofl_lib.studies.fedtopo import tgbs_over_seeds
 
     data = load_image_dataset("digits", n_train=200, n_test=50, random_state=0)
     with pytest.raises(ValueError, match="seeds is empty"):

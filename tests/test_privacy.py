@@ -21,13 +21,13 @@ from topofl_lib.privacy import (
     membership_experiment,
     membership_inference,
     mi_proxy_bits,
-    privacy_claim_values,
     proxy_table,
     reconstruction_metrics,
     reconstruction_risk_gradient,
     reconstruction_risk_topology,
 )
 from topofl_lib.results import claim_rows
+from topofl_lib.studies.privacy import privacy_claim_values
 from topofl_lib.topology import topological_descriptor
 
 D = 20  # features of the synthetic logistic model (plus a bias)

@@ -23,17 +23,18 @@ from topofl_lib.results import (
     CLAIM_COLUMNS,
     NOT_RUN,
     ClaimFileError,
-    ablation_claim_values,
     claim_rows,
     collect_claims,
-    deep_claim_values,
-    fedtopo_claim_values,
     load_paper_claims,
     read_claim_file,
-    robustness_claim_values,
-    table1_claim_values,
     write_claims,
 )
+from topofl_lib.studies.ablation import ablation_claim_values
+from topofl_lib.studies.deep_ptopofl import deep_claim_values
+from topofl_lib.studies.fedtopo import fedtopo_claim_values
+from topofl_lib.studies.label_aware import label_aware_claim_values
+from topofl_lib.studies.robustness import robustness_claim_values
+from topofl_lib.studies.table1 import table1_claim_values
 
 CID = "ptopofl.t1.hc.auc.fedavg"
 
@@ -255,8 +256,9 @@ def test_holm_family_adjusts_over_every_table(final):
 
 def test_claim_notes_and_deep_claim_values():
     """Stand-in measurements carry a note that reaches the Markdown table."""
-    rows = [{"scenario": s, "method": m, "seed": k, "accuracy": acc, "auc": np.nan}
-            for s in ("fashion_mnist-L0.1", "mnist5k-L0.5", "mnist5k-L0.1")
+    rows = [{"scenario": f"{d}-L{a}", "dataset": d, "partition": "L", "param": a,
+             "method": m, "seed": k, "accuracy": acc, "auc": np.nan}
+            for d, a in (("fashion_mnist", 0.1), ("mnist5k", 0.5), ("mnist5k", 0.1))
             for m, acc in (("pTopoFL", 0.6), ("FedAvg", 0.5)) for k in range(2)]
     values, notes = deep_claim_values(pd.DataFrame(rows))
     assert set(values) == {"ptopofl.t2.cifar01.ptopofl", "ptopofl.t2.cifar01.fedavg",
@@ -271,8 +273,9 @@ def test_claim_notes_and_deep_claim_values():
 
 def test_fedtopo_claim_values_in_percent():
     """FedTopo ids are percent; Table 3 Setting B comes from the L partition only."""
-    rows = [{"scenario": f"fashion_mnist-{p}", "method": m, "seed": 0, "accuracy": 0.8}
-            for p in ("L0.1", "K5") for m in ("FedTopo", "FedAvg", "FedTopo w/o TAL",
+    rows = [{"scenario": f"fashion_mnist-{p}{a}", "dataset": "fashion_mnist", "partition": p,
+             "param": a, "method": m, "seed": 0, "accuracy": 0.8}
+            for p, a in (("L", 0.1), ("K", 5)) for m in ("FedTopo", "FedAvg", "FedTopo w/o TAL",
                                               "FedTopo@conv2")]
     tgbs = pd.DataFrame({"block": ["conv1", "conv2"], "seed": [0, 0], "auc": [0.6, 0.55]})
     v = fedtopo_claim_values(pd.DataFrame(rows), tgbs)
@@ -415,15 +418,17 @@ def test_ablation_variants_apply_changes_to_the_protocols_configuration():
 def test_label_aware_claim_values_map_every_table():
     """topofl.cc.* ids from the label-aware notebook's tables: per-seed values in seed
     order, clients averaged within a seed, NaN seeds left out, unknown settings dropped."""
-    from topofl_lib.results import label_aware_claim_values
-
     detection = pd.DataFrame({
         "scenario": ["label_flip 0.2"] * 2 + ["label_flip 0.3", "noisy_label_flip 0.2"],
+        "attack": ["label_flip"] * 3 + ["noisy_label_flip"], "protocol": "ours",
+        "rate": [0.2, 0.2, 0.3, 0.2], "flip_fraction": np.nan,
         "descriptor": ["model_anchored"] * 3 + ["paper"], "seed": [101, 100, 100, 100],
         "tpr@1.8": [0.5, 1.0, 0.0, 1.0], "fpr@1.8": [0.0, 0.125, 0.0, 0.0],
         "tpr@1": [1.0, 1.0, 1.0, 1.0], "fpr@1": [0.25, 0.0, 0.0, 0.0],
         "auc": [0.9, 1.0, 0.8, 1.0]})
-    recovery = pd.DataFrame({"scenario": "label_flip 0.2", "descriptor": "class_conditional",
+    recovery = pd.DataFrame({"scenario": "label_flip 0.2", "attack": "label_flip",
+                             "protocol": "ours", "rate": 0.2, "flip_fraction": np.nan,
+                             "descriptor": "class_conditional",
                              "seed": [100, 101, 102], "ari": [1.0, 0.5, np.nan],
                              "ari_honest": 1.0})
     final = pd.DataFrame({"protocol": "paper", "rate": 0.5, "method": ["pTopoFL-MA"] * 2
@@ -465,8 +470,6 @@ def test_label_aware_claim_values_keep_the_attacks_apart():
     """Label-flip rows map to topofl.cc.auc.<protocol>..., noisy-label-flip rows to
     topofl.cc.auc.noisy.<protocol>...; a table without an ``attack`` column is all label
     flip; other attacks (and other scenarios) have no id."""
-    from topofl_lib.results import label_aware_claim_values
-
     final = pd.DataFrame({
         "attack": ["label_flip", "label_flip", "noisy_label_flip", "noisy_label_flip",
                    "sign_flip"],
@@ -483,6 +486,8 @@ def test_label_aware_claim_values_keep_the_attacks_apart():
                                   [np.mean([0.7, 0.6, 0.1]), 0.8])
     detection = pd.DataFrame({
         "scenario": ["label_flip 0.3", "noisy_label_flip 0.3", "sign_flip 0.3"],
+        "attack": ["label_flip", "noisy_label_flip", "sign_flip"], "protocol": "ours",
+        "rate": 0.3, "flip_fraction": np.nan,
         "descriptor": "model_anchored", "seed": 100, "auc": [0.9, 0.6, 0.1]})
     v = label_aware_claim_values(detection=detection)
     assert v == {"topofl.cc.detect.30.ma.rocauc": [0.9],

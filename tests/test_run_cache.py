@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 import topofl_lib.experiments as experiments
+import topofl_lib.runner.tasks as tasks
 from topofl_lib.data.scenarios import Client
 from topofl_lib.deep import TorchModel, deep_variants, load_image_dataset
 from topofl_lib.experiments import run_comparison
@@ -28,7 +29,7 @@ class _Counting:
             raise RuntimeError("interrupted")
         return self.real(name, **params)
 
-    real = staticmethod(experiments.make_method)
+    real = staticmethod(tasks.make_method)
 
 
 def _same(a, b):
@@ -99,17 +100,17 @@ def test_store_is_atomic(tmp_path, monkeypatch):
 def test_interrupted_comparison_resumes_without_recomputing(tmp_path, monkeypatch):
     plain = run_comparison("healthcare", **TINY)
     first = _Counting(fail_at=3)
-    monkeypatch.setattr(experiments, "make_method", first)
+    monkeypatch.setattr(tasks, "make_method", first)
     with pytest.raises(RuntimeError, match="interrupted"):
         run_comparison("healthcare", cache_dir=tmp_path, **TINY)
     assert len(list(tmp_path.glob("*.npz"))) == 2  # the two runs that finished
     again = _Counting()
-    monkeypatch.setattr(experiments, "make_method", again)
+    monkeypatch.setattr(tasks, "make_method", again)
     resumed = run_comparison("healthcare", cache_dir=tmp_path, **TINY)
     assert again.calls == 2  # only the two missing runs
     _same(resumed, plain)
     third = _Counting()
-    monkeypatch.setattr(experiments, "make_method", third)
+    monkeypatch.setattr(tasks, "make_method", third)
     _same(run_comparison("healthcare", cache_dir=tmp_path, **TINY), plain)
     assert third.calls == 0
     # another configuration is computed, not read from the store
@@ -183,7 +184,7 @@ def test_parallel_needs_picklable_scenarios():
 def test_models_asked_later_are_computed(tmp_path, monkeypatch):
     run_comparison("healthcare", cache_dir=tmp_path, **TINY)
     counting = _Counting()
-    monkeypatch.setattr(experiments, "make_method", counting)
+    monkeypatch.setattr(tasks, "make_method", counting)
     res = run_comparison("healthcare", cache_dir=tmp_path, keep_models=True, **TINY)
     assert counting.calls == 4 and all(m is not None for m in res.models.values())
     run_comparison("healthcare", cache_dir=tmp_path, keep_models=True, **TINY)
@@ -195,7 +196,7 @@ class _Diverging:
     """make_method whose FedProx fit on seed 1 diverges; counts the fits."""
 
     def __init__(self):
-        self.calls, self.real = 0, experiments.make_method
+        self.calls, self.real = 0, tasks.make_method
 
     def __call__(self, name, **params):
         self.calls += 1
@@ -209,7 +210,7 @@ class _Diverging:
 
 
 def test_a_diverged_run_raises_naming_method_scenario_and_seed(monkeypatch):
-    monkeypatch.setattr(experiments, "make_method", _Diverging())
+    monkeypatch.setattr(tasks, "make_method", _Diverging())
     with pytest.raises(FloatingPointError, match=r"FedProx on healthcare.*seed 1: the model "
                                                  r"client 2.*on_divergence='record'"):
         run_comparison("healthcare", **TINY)
@@ -220,7 +221,7 @@ def test_a_diverged_run_raises_naming_method_scenario_and_seed(monkeypatch):
 def test_diverged_runs_are_recorded_stored_and_never_recomputed(tmp_path, monkeypatch):
     plain = run_comparison("healthcare", **TINY)
     fake = _Diverging()
-    monkeypatch.setattr(experiments, "make_method", fake)
+    monkeypatch.setattr(tasks, "make_method", fake)
     kw = {**TINY, "cache_dir": tmp_path, "on_divergence": "record"}
     res = run_comparison("healthcare", **kw)
     assert list(res.diverged) == [("FedProx", 1)] and "seed 1" in res.diverged[("FedProx", 1)]

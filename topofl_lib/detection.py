@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -54,6 +55,8 @@ from .federated import PTopoFL
 from .federated.client_descriptors import DESCRIPTORS
 
 __all__ = [
+    "DETECTION_SETTINGS",
+    "DetectionScenario",
     "cluster_recovery",
     "detection_rates",
     "detection_runs",
@@ -141,21 +144,71 @@ def partial_flip(scenario: FederatedScenario, fraction: float, random_state=None
                                meta={**scenario.meta, "flip_fraction": fraction})
 
 
+#: The settings of a detection scenario, carried as columns by :func:`detection_runs`,
+#: :func:`per_seed_detection` and :func:`cluster_recovery`.
+DETECTION_SETTINGS = ("attack", "protocol", "rate", "flip_fraction")
+
+
+@dataclass(frozen=True)
+class DetectionScenario:
+    """A healthcare scenario with adversarial hospitals: ``seed -> FederatedScenario``.
+
+    Parameters
+    ----------
+    attack : str
+        Attack of :func:`~topofl_lib.data.make_healthcare`.
+    rate : float
+        Fraction of adversarial hospitals (``round(rate * n_clients)`` of them).
+    protocol : {"ours", "paper"}, default="ours"
+        Data protocol of :func:`~topofl_lib.data.make_healthcare`.
+    flip_fraction : float or None, default=None
+        A partial flip of this fraction of each adversary's labels (:func:`partial_flip`).
+    n_clients : int, default=10
+        Number of hospitals.
+    """
+
+    attack: str
+    rate: float
+    protocol: str = "ours"
+    flip_fraction: float | None = None
+    n_clients: int = 10
+
+    def __call__(self, seed: int) -> FederatedScenario:
+        n_adv = int(round(self.rate * self.n_clients))
+        scen = make_healthcare(n_clients=self.n_clients, n_adversarial=n_adv,
+                               attack=self.attack, protocol=self.protocol, random_state=seed)
+        return scen if self.flip_fraction is None else partial_flip(scen, self.flip_fraction,
+                                                                    seed)
+
+    @property
+    def label(self) -> str:
+        """``"<attack> <rate>"``, ``"label_flip paper <rate>"`` or ``"partial<f> <rate>"``."""
+        if self.flip_fraction is not None:
+            return f"partial{self.flip_fraction:g} {self.rate:g}"
+        paper = " paper" if self.protocol == "paper" else ""
+        return f"{self.attack}{paper} {self.rate:g}"
+
+    @property
+    def settings(self) -> dict:
+        """The :data:`DETECTION_SETTINGS` of this scenario (NaN: no partial flip)."""
+        return {"attack": self.attack, "protocol": self.protocol, "rate": self.rate,
+                "flip_fraction": np.nan if self.flip_fraction is None else self.flip_fraction}
+
+
 def detection_scenarios(
     rates: Iterable[float] = (0.2, 0.3, 0.5),
     attacks: Iterable[str] = ("label_flip", "noisy_label_flip"),
     partial_fractions: Iterable[float] = (),
     n_clients: int = 10,
     protocols: Iterable[str] = ("ours",),
-) -> dict[str, Callable[[int], FederatedScenario]]:
-    """Healthcare scenarios keyed ``"<attack> <rate>"`` (``"partial<f> <rate>"`` for a
-    partial flip of fraction ``f``), each a function ``seed -> FederatedScenario``.
+) -> dict[str, DetectionScenario]:
+    """Healthcare scenarios keyed by their label (:attr:`DetectionScenario.label`).
 
     Under the paper's data protocol (``protocols`` containing ``"paper"``,
     :func:`~topofl_lib.data.paper_protocol.paper_healthcare`) the adversaries flip 30% of
-    all their labels, the attack of the paper's code: those scenarios are keyed
-    ``"label_flip paper <rate>"`` (the other attacks and the partial flips are scenarios of
-    our protocol only).
+    all their labels, the attack of the paper's code (the other attacks and the partial
+    flips are scenarios of our protocol only). Each scenario's settings become columns of
+    :func:`detection_runs` (:data:`DETECTION_SETTINGS`).
 
     Parameters
     ----------
@@ -172,7 +225,7 @@ def detection_scenarios(
 
     Returns
     -------
-    dict of str to callable
+    dict of str to DetectionScenario
         Scenario label -> ``seed -> FederatedScenario``.
     """
     check_int(n_clients, "n_clients", low=2)
@@ -182,23 +235,25 @@ def detection_scenarios(
     rates, attacks, partial_fractions = list(rates), list(attacks), list(partial_fractions)
     for rate in rates:
         check_real(rate, "rate", low=0.0, high=0.5)
-    out = {}
+    made = []
     for rate in rates:
-        n_adv = int(round(rate * n_clients))
         if "ours" in protocols:
-            for attack in attacks:
-                out[f"{attack} {rate:g}"] = (
-                    lambda s, a=attack, n=n_adv: make_healthcare(
-                        n_clients=n_clients, n_adversarial=n, attack=a, random_state=s))
-            for f in partial_fractions:
-                out[f"partial{f:g} {rate:g}"] = (
-                    lambda s, n=n_adv, f=f: partial_flip(make_healthcare(
-                        n_clients=n_clients, n_adversarial=n, random_state=s), f, s))
+            made += [DetectionScenario(a, rate, n_clients=n_clients) for a in attacks]
+            made += [DetectionScenario("label_flip", rate, flip_fraction=f, n_clients=n_clients)
+                     for f in partial_fractions]
         if "paper" in protocols:
-            out[f"label_flip paper {rate:g}"] = (
-                lambda s, n=n_adv: make_healthcare(
-                    n_clients=n_clients, n_adversarial=n, protocol="paper", random_state=s))
-    return out
+            made.append(DetectionScenario("label_flip", rate, "paper", n_clients=n_clients))
+    return {scen.label: scen for scen in made}
+
+
+def _settings_of(make) -> dict:
+    """The setting columns of a scenario factory (none for a plain function)."""
+    return dict(getattr(make, "settings", {}))
+
+
+def _carried(group: pd.DataFrame) -> dict:
+    """The setting columns of a group of runs (the same on every row of the group)."""
+    return {c: group[c].iloc[0] for c in DETECTION_SETTINGS if c in group}
 
 
 def detection_runs(
@@ -232,7 +287,8 @@ def detection_runs(
     Returns
     -------
     pandas.DataFrame
-        Columns :data:`COLUMNS`: ``z`` and ``trust`` from the last server step,
+        Columns :data:`COLUMNS`, then the scenarios' settings (:data:`DETECTION_SETTINGS`,
+        where the factories carry them): ``z`` and ``trust`` from the last server step,
         ``cluster`` the final cluster, ``final_auc`` the run's final mean honest AUC.
     """
     if not isinstance(scenarios, dict) or not scenarios:
@@ -242,10 +298,11 @@ def detection_runs(
     check_real(tau, "tau")
     descriptors = descriptors or {name: name for name in DESCRIPTORS}
     params = dict(params or {})
-    rows = []
+    rows, settings = [], {}
     bar = tqdm(total=len(scenarios) * len(seeds) * len(descriptors), desc="detection",
                disable=not progress)
     for name, make in scenarios.items():
+        settings[name] = _settings_of(make)
         for seed in seeds:
             scen = make(seed)
             adv = ~scen.honest
@@ -259,7 +316,11 @@ def detection_runs(
                                  float(est.trust_[k]), float(est.history_["auc"][-1])))
                 bar.update()
     bar.close()
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+    runs = pd.DataFrame(rows, columns=list(COLUMNS))
+    columns = [c for c in DETECTION_SETTINGS if any(c in v for v in settings.values())]
+    for c in columns:
+        runs[c] = runs["scenario"].map({n: v.get(c, np.nan) for n, v in settings.items()})
+    return runs
 
 
 def _groups(runs: pd.DataFrame, columns=COLUMNS):
@@ -442,7 +503,7 @@ def cluster_recovery(runs: pd.DataFrame) -> pd.DataFrame:
                 return np.nan
             return adjusted_rand_score(part["group"], part["cluster"])
 
-        rows.append({"scenario": scen, "descriptor": desc, "seed": seed,
+        rows.append({"scenario": scen, "descriptor": desc, "seed": seed, **_carried(g),
                      "ari": ari(g), "ari_honest": ari(g[h])})
     return pd.DataFrame(rows)
 
@@ -480,7 +541,7 @@ def per_seed_detection(runs: pd.DataFrame, taus: Iterable[float] = (1.8, 1.0),
         for seed, s in g.groupby("seed", sort=True):
             z = s[score].to_numpy(dtype=np.float64)
             pos = s[positive].to_numpy(dtype=bool)
-            row = {"scenario": scen, "descriptor": desc, "seed": seed}
+            row = {"scenario": scen, "descriptor": desc, "seed": seed, **_carried(s)}
             for t in taus:
                 row[f"tpr@{t:g}"] = (z[pos] > t).mean() if pos.any() else np.nan
                 row[f"fpr@{t:g}"] = (z[~pos] > t).mean() if (~pos).any() else np.nan

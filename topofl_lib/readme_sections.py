@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
+from .claim_keys import METHOD_KEYS
 from .outputs import write_text_atomic
-from .results import DEEP_STAND_INS, METHOD_KEYS, METHODS_OF_TABLE1
+from .studies.deep_ptopofl import DEEP_STAND_INS
+from .studies.table1 import METHODS_OF_TABLE1
 from .traceability import Section, code_outputs, paper_printed, read_csv_rows, sections
 
 __all__ = [
@@ -471,7 +473,11 @@ _DEEP_METHODS = ("FedAvg", "FedProx", "SCAFFOLD", "pFedMe", "pTopoFL")
 
 
 def _deep_scenario(key: str | None) -> str:
-    return DEEP_STAND_INS[key][0] if key else _DEEP_EXTRA_SCENARIO
+    """The printed table's column of a stand-in: its scenario's name."""
+    if not key:
+        return _DEEP_EXTRA_SCENARIO
+    dataset, partition, param = DEEP_STAND_INS[key][0]
+    return f"{dataset}-{partition}{param:g}"
 
 
 def _has_deep_table(table: Table) -> bool:

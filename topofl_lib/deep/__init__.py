@@ -26,7 +26,6 @@ __all__ = [
     "ImageDataset",
     "TorchLearner",
     "TorchModel",
-    "block_table",
     "deep_variants",
     "label_distribution",
     "load_image_dataset",
@@ -35,12 +34,11 @@ __all__ = [
     "noise_levels",
     "partition_indices",
     "resolve_device",
-    "tgbs_over_seeds",
 ]
 
 __getattr__, __dir__ = attach(__name__, {
     ".datasets": ["DATASETS", "FASHION_MNIST_DIR", "ImageDataset", "load_image_dataset"],
-    ".experiments": ["DEEP_LABELS", "block_table", "deep_variants", "tgbs_over_seeds"],
+    ".experiments": ["DEEP_LABELS", "deep_variants"],
     ".learner": ["TorchLearner", "TorchModel", "resolve_device"],
     ".models": ["MODELS", "BlockNet", "make_model"],
     ".partitions": ["PARTITIONS", "label_distribution", "noise_levels", "partition_indices"],

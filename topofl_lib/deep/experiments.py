@@ -26,22 +26,15 @@ from __future__ import annotations
 import inspect
 import re
 
-import numpy as np
-import pandas as pd
-from tqdm.auto import tqdm
-
-from .._validation import check_int
-from ..core.seeds import check_seeds
 from ..federated.client_descriptors import PTOPOFL_LABELS
 from ..fedtopo.algorithm import FedTopo
 from ..fedtopo.schedules import SCHEDULES, AlphaSchedule
-from ..fedtopo.screening import TopologyGuidedBlockScreening
 from .learner import TorchModel
 
 #: The block FedTopo aligns unless told otherwise.
 _FEDTOPO_BLOCK = inspect.signature(FedTopo).parameters["block"].default
 
-__all__ = ["DEEP_LABELS", "block_table", "deep_variants", "tgbs_over_seeds"]
+__all__ = ["DEEP_LABELS", "deep_variants"]
 
 DESCRIPTOR_OF = {label: d for d, label in PTOPOFL_LABELS.items()}
 DEEP_LABELS = ("FedAvg", "FedProx", "SCAFFOLD", "pFedMe", "pTopoFL", "pTopoFL-CC",
@@ -112,79 +105,3 @@ def deep_variants(labels, architecture: str = "fmnist_cnn", lr: float = 0.01,
             raise ValueError(f"unknown method label {label!r}; expected one of "
                              f"{list(DEEP_LABELS)}")
     return out
-
-
-def tgbs_over_seeds(dataset, seeds, architecture: str = "fmnist_cnn", n_val: int = 1000,
-                    progress: bool = True, **tgbs_params) -> pd.DataFrame:
-    """TGBS at initialisation for several seeds (Table 2's AUC column).
-
-    For each seed: a freshly initialised network (seeded) is screened on a stratified
-    validation subset of ``n_val`` *training* images (the server's validation data;
-    the test set stays untouched). Returns one row per (seed, block).
-
-    Parameters
-    ----------
-    dataset : ImageDataset
-        The loaded dataset.
-    seeds : iterable of int
-        Seeds of the initialisations and validation subsets.
-    architecture : str, default="fmnist_cnn"
-        A name of :data:`~topofl_lib.deep.models.MODELS`.
-    n_val : int, default=1000
-        Validation images per seed (at least 10).
-    progress : bool, default=True
-        Show a tqdm bar.
-    **tgbs_params
-        Further :class:`~topofl_lib.fedtopo.TopologyGuidedBlockScreening` parameters.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The screenings' ``scores_`` rows, with ``seed`` and the seed's ``selected`` block.
-    """
-    import torch
-
-    from .datasets import ImageDataset
-    from .models import make_model
-
-    if not isinstance(dataset, ImageDataset):
-        raise TypeError(f"dataset must be an ImageDataset, got {type(dataset).__name__}")
-    check_int(n_val, "n_val", low=10)
-    torch.set_num_threads(1)
-    rows = []
-    for seed in tqdm(check_seeds(seeds), desc="TGBS", disable=not progress):
-        rng = np.random.default_rng(seed)
-        idx = rng.choice(dataset.y_train.size, size=min(n_val, dataset.y_train.size),
-                         replace=False)
-        torch.manual_seed(seed)
-        net = make_model(architecture, in_channels=dataset.image_shape[0],
-                         n_classes=dataset.n_classes)
-        X = torch.as_tensor(dataset.X_train[idx]).reshape(-1, *dataset.image_shape)
-        tgbs = TopologyGuidedBlockScreening(random_state=seed, **tgbs_params).fit(
-            net, X, dataset.y_train[idx])
-        rows.append(tgbs.scores_.assign(seed=seed, selected=tgbs.best_block_))
-    return pd.concat(rows, ignore_index=True)
-
-
-def block_table(tgbs: pd.DataFrame, final: pd.DataFrame) -> pd.DataFrame:
-    """Table 2 per seed: a block's TGBS AUC (%) beside the final accuracy (%) of FedTopo
-    aligning that block (``final`` rows labelled ``"FedTopo@<block>"``).
-
-    Parameters
-    ----------
-    tgbs : pandas.DataFrame
-        :func:`tgbs_over_seeds`' rows (``block``, ``seed``, ``auc``).
-    final : pandas.DataFrame
-        Final metrics with ``method``, ``seed`` and ``accuracy`` columns.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``block``, ``seed``, ``auc`` and ``accuracy`` (both in %), sorted by block and seed
-        (an outer merge: a missing value is NaN).
-    """
-    acc = final[final["method"].str.startswith("FedTopo@")].assign(
-        block=lambda d: d["method"].str.removeprefix("FedTopo@"),
-        accuracy=lambda d: 100 * d["accuracy"])[["block", "seed", "accuracy"]]
-    auc = tgbs.assign(auc=100 * tgbs["auc"])[["block", "seed", "auc"]]
-    return auc.merge(acc, on=["block", "seed"], how="outer").sort_values(["block", "seed"])

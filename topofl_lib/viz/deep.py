@@ -40,7 +40,7 @@ def tgbs_table2_plot(table2: pd.DataFrame, paper: dict | None = None) -> go.Figu
     Parameters
     ----------
     table2 : pandas.DataFrame
-        :func:`~topofl_lib.deep.experiments.block_table`'s rows (``block``, ``auc``, ``accuracy``).
+        :func:`~topofl_lib.studies.fedtopo.block_table`'s rows (``block``, ``auc``, ``accuracy``).
     paper : dict, optional
         ``{"auc" or "accuracy": {block: value}}``: the paper's values, drawn as diamonds.
 

@@ -1,0 +1,104 @@
+"""The runner package: short functions, device-aware keys, settings as columns."""
+
+import ast
+import functools
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from topofl_lib.core.device import device_kind
+from topofl_lib.deep import make_image_scenario
+from topofl_lib.deep.datasets import ImageDataset
+from topofl_lib.run_cache import RunCache, environment
+from topofl_lib.runner import SETTING_COLUMNS, run_comparison
+from topofl_lib.runner.plan import check_runs, make_plan, run_key
+
+RUNNER = Path(__file__).resolve().parent.parent / "topofl_lib" / "runner"
+
+
+def _code_lines(fn: ast.FunctionDef, source: list[str]) -> int:
+    """Lines of a function that hold code (its docstring, comments and blanks left out)."""
+    body = fn.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    lines = set()
+    for node in body:
+        for n in ast.walk(node):
+            if hasattr(n, "lineno"):
+                lines.update(range(n.lineno, n.end_lineno + 1))
+    return sum(1 for i in lines if source[i - 1].strip()
+               and not source[i - 1].strip().startswith("#"))
+
+
+@pytest.mark.parametrize("path", sorted(RUNNER.glob("*.py")), ids=lambda p: p.name)
+def test_no_runner_function_is_over_60_lines_of_code(path):
+    source = path.read_text().splitlines()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            assert _code_lines(node, source) <= 60, f"{path.name}:{node.name}"
+
+
+def test_cpu_keys_are_unchanged_and_gpu_keys_differ():
+    """A CPU run keeps the key it had before devices were keyed; a GPU run gets another."""
+    from topofl_lib.run_cache import fingerprint
+
+    env = environment()
+    args = (env, "scen", "FedAvg", {"lr": 0.1}, 3, 0)
+    assert run_key(*args) == fingerprint(*args) == run_key(*args, device="cpu")
+    assert run_key(*args, device="cuda") == run_key(*args, device="cuda:1")
+    assert run_key(*args, device="cuda") != run_key(*args)
+    assert device_kind("cuda:3") == "cuda" and device_kind("cpu") == "cpu"
+
+
+def test_records_carry_their_device(tmp_path):
+    res = run_comparison("healthcare", seeds=[0], methods=["FedAvg"], n_rounds=2,
+                         progress=False, cache_dir=tmp_path,
+                         scenario_params={"n_clients": 4, "n_adversarial": 1})
+    assert res.devices == ("cpu",)
+    (key,) = [p.stem for p in tmp_path.glob("*.npz")]
+    assert RunCache(tmp_path).load(key)["device"] == "cpu"
+
+
+def test_a_gpu_study_never_runs_on_a_cpu_worker():
+    """A comparison planned for CUDA refuses a worker pinned to the CPU (no GPU here)."""
+    with pytest.raises(RuntimeError, match="cuda"):
+        run_comparison("healthcare", seeds=[0], methods=["FedAvg"], n_rounds=1,
+                       progress=False, device="cuda",
+                       scenario_params={"n_clients": 4, "n_adversarial": 1})
+
+
+def _tiny_images(seed):
+    rng = np.random.default_rng(0)
+    data = ImageDataset("tiny", rng.random((200, 64), dtype=np.float32),
+                        rng.integers(0, 10, 200), rng.random((50, 64), dtype=np.float32),
+                        rng.integers(0, 10, 50), (1, 8, 8), 10)
+    return make_image_scenario(data, "L", n_clients=3, param=0.5, random_state=seed)
+
+
+def test_image_settings_travel_as_columns():
+    """dataset, partition and param are columns of curves and final (never parsed)."""
+    scen = _tiny_images(0)
+    assert {k: scen.meta[k] for k in SETTING_COLUMNS} == {
+        "dataset": "tiny", "partition": "L", "param": 0.5}
+    plan = make_plan(_tiny_images, [0], check_runs(["FedAvg"], None, None), 1)
+    assert list(plan.table.columns) == ["seed", "run", "label", "method", "key", "stored"]
+
+
+def test_tabular_results_have_no_setting_columns():
+    res = run_comparison("healthcare", seeds=[0, 1], methods=["FedAvg", "pTopoFL"],
+                         n_rounds=2, progress=False,
+                         scenario_params={"n_clients": 4, "n_adversarial": 1})
+    assert list(res.final.columns) == ["scenario", "method", "seed", "auc", "accuracy",
+                                       "convergence_round"]
+    assert res.schedule is not None and res.schedule.mode == "serial"
+    pd.testing.assert_frame_equal(res.final, run_comparison(
+        "healthcare", seeds=[0, 1], methods=["FedAvg", "pTopoFL"], n_rounds=2,
+        progress=False, scenario_params={"n_clients": 4, "n_adversarial": 1}).final)
+
+
+def test_n_workers_and_executor_are_exclusive():
+    with pytest.raises(ValueError, match="n_workers or executor"):
+        run_comparison("healthcare", seeds=[0], methods=["FedAvg"], n_workers=2,
+                       executor=functools.partial(int), progress=False)

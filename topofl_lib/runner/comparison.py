@@ -1,0 +1,143 @@
+"""The multi-seed runner: plan the runs, execute those not stored, assemble the tables."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from .._validation import check_int
+from ..progress import RunProgress
+from .assemble import assemble
+from .execute import execute, run_spec
+from .executors import make_executor
+from .plan import check_runs, make_plan
+from .result import ComparisonResult
+from .tasks import check_picklable
+
+__all__ = ["run_comparison"]
+
+
+def _executor(executor, n_workers: int, device: str):
+    """The executor of ``executor`` or, when ``None``, of ``n_workers``."""
+    check_int(n_workers, "n_workers", low=1)
+    if executor is not None and n_workers != 1:
+        raise ValueError(f"give n_workers or executor, not both (n_workers={n_workers}, "
+                         f"executor={executor!r})")
+    return make_executor(n_workers if executor is None else executor, device=device)
+
+
+def run_comparison(
+    scenario,
+    seeds: Iterable[int] = range(10),
+    methods: Sequence[str] | None = None,
+    n_rounds: int = 15,
+    scenario_params: dict | None = None,
+    method_params: dict | None = None,
+    keep_models: bool = False,
+    progress: bool = True,
+    variants: dict | None = None,
+    cache_dir=None,
+    n_workers: int = 1,
+    on_divergence: str = "raise",
+    on_damaged: str = "raise",
+    executor=None,
+    device: str = "cpu",
+) -> ComparisonResult:
+    """Run every method on ``scenario`` for each seed.
+
+    Parameters
+    ----------
+    scenario : {"healthcare", "benchmark"} or callable
+        Scenario generator (:func:`topofl_lib.data.make_scenario`), or a function
+        ``seed -> FederatedScenario`` (e.g. an image scenario of
+        :mod:`topofl_lib.deep`); the scenario's ``name`` labels the results.
+    seeds : iterable of int
+        One scenario realisation and one method seed per entry.
+    methods : sequence of str, optional
+        Names from :data:`topofl_lib.federated.METHODS` (default: all five).
+    n_rounds : int
+        Communication rounds.
+    scenario_params : dict, optional
+        Extra keyword arguments of the scenario generator.
+    method_params : dict, optional
+        ``{method name: {param: value}}`` overrides.
+    keep_models : bool
+        Keep the fitted estimators in the result.
+    progress : bool
+        Show progress (:class:`topofl_lib.progress.RunProgress`): runs done / all runs,
+        the time left (estimated from the runs computed in this call), runs left, runs
+        reused from ``cache_dir``; also written for ``reproduce``'s terminal.
+    variants : dict, optional
+        ``{label: (method name, params)}``; replaces ``methods`` and ``method_params``
+        (ablations: several configurations of one method). The ``method`` column of the
+        result holds the labels.
+    cache_dir : str or Path, optional
+        The run store (:class:`topofl_lib.run_cache.RunCache`, keyed by each run's whole
+        configuration): every finished run is written there by the process that
+        computed it, and stored runs are reused, so an interrupted experiment resumes
+        where it stopped. ``None``: no store.
+    n_workers : int, default=1
+        Local worker processes (each with one torch thread); the numbers are the same
+        as with one worker. Short runs stay serial (see ``result.schedule``). A callable
+        ``scenario`` must then be picklable (a module-level function or a
+        ``functools.partial`` of one).
+    on_divergence : {"raise", "record"}, default="raise"
+        What a run that diverges (NaN or infinite weights; ``FloatingPointError``) does:
+        stop the comparison with the method, scenario and seed named, or stay in the
+        result as a *diverged run*: NaN metrics in ``curves`` and ``final`` and the
+        reason in :attr:`ComparisonResult.diverged`. Diverged runs are stored like
+        finished ones; reading a stored one with ``"raise"`` raises its reason.
+    on_damaged : {"raise", "recompute"}, default="raise"
+        What a stored run that cannot be read back (truncated, tampered with, not a run
+        of its key) does: raise :class:`topofl_lib.run_cache.DamagedRunError` naming
+        the file, or be computed again (with a warning naming it) and overwritten.
+        Stored runs are data only and are never executed, either way.
+    executor : int, str, distributed.Client or Executor, optional
+        Where the runs go instead of ``n_workers`` local processes
+        (:func:`topofl_lib.runner.executors.make_executor`): a Dask scheduler's address
+        (``"tcp://host:8786"``), a ``distributed.Client`` (of a ``dask_jobqueue``
+        Slurm/PBS cluster, say), or an executor. Numbers are identical whatever runs
+        them.
+    device : {"cpu", "cuda"}, default="cpu"
+        The device kind the runs compute on; each worker is pinned to one device of
+        that kind, and the kind is part of every run's key (CPU and GPU runs are never
+        mixed). The device each run used is in its record and in ``result.devices``.
+
+    Returns
+    -------
+    ComparisonResult
+        Per-round curves and the final metrics of every (method, seed) run.
+
+    Notes
+    -----
+    With ``cache_dir``, or runs crossing processes, the kept models are the fitted
+    estimators without their private attributes (training data, network, random
+    generators): the parameters and every fitted ``*_`` attribute. A stored run keeps
+    no data: ``scenario_`` is left out of the file and set again, on loading, to the
+    seed's scenario (rebuilt, identical), the same object for every method of that seed.
+
+    Examples
+    --------
+    >>> from topofl_lib.runner import run_comparison
+    >>> result = run_comparison("healthcare", seeds=[0], methods=["FedAvg", "pTopoFL"],
+    ...                         n_rounds=2, progress=False,
+    ...                         scenario_params={"n_clients": 4, "n_adversarial": 1})
+    >>> sorted(result.final["method"]), len(result.final)
+    (['FedAvg', 'pTopoFL'], 2)
+    """
+    runs = check_runs(methods, method_params, variants)
+    plan = make_plan(scenario, seeds, runs, n_rounds, scenario_params, cache_dir, device,
+                     keep_models, on_divergence, on_damaged)
+    with _executor(executor, n_workers, plan.device) as pool:
+        spec = run_spec(plan, keep_models, on_divergence,
+                        slim_models=plan.cache is not None or pool.n_workers > 1)
+        if pool.n_workers > 1:
+            check_picklable(spec)
+        records, schedule = dict(plan.records), []
+        label = scenario if isinstance(scenario, str) else getattr(scenario, "__name__",
+                                                                   "custom")
+        with RunProgress(len(plan.table), len(records), str(label),
+                         store=spec.cache_dir, enabled=progress) as bar:
+            for seed, i, record in execute(plan, spec, pool, schedule):
+                records[(seed, i)] = record
+                bar.update()
+    return assemble(plan, records, keep_models, schedule[0] if schedule else None)

@@ -1,0 +1,118 @@
+"""What a comparison returns: per-round curves and final metrics of every run."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..statistics import paired_differences, summarise
+
+__all__ = ["CURVE_COLUMNS", "FINAL_COLUMNS", "SETTING_COLUMNS", "ComparisonResult", "settings_of"]
+
+#: Columns of :attr:`ComparisonResult.curves` (then the setting columns).
+CURVE_COLUMNS = ["scenario", "method", "seed", "round", "auc", "accuracy"]
+#: Columns of :attr:`ComparisonResult.final` (then the setting columns).
+FINAL_COLUMNS = ["scenario", "method", "seed", "auc", "accuracy", "convergence_round"]
+#: Settings a scenario's ``meta`` may hold; each present one becomes a column of
+#: ``curves`` and ``final`` (the image scenarios: dataset, partition and its parameter),
+#: so tables are selected by setting, never by parsing the scenario's name.
+SETTING_COLUMNS = ("dataset", "partition", "param")
+
+
+def settings_of(scenario) -> dict:
+    """The scenario's settings (:data:`SETTING_COLUMNS` in its
+    ``meta``), as columns to add to its rows.
+
+    Parameters
+    ----------
+    scenario : FederatedScenario
+        A realised scenario.
+
+    Returns
+    -------
+    dict
+        ``{setting: value}`` for each setting the scenario's ``meta`` holds.
+    """
+    meta = getattr(scenario, "meta", None) or {}
+    return {k: meta[k] for k in SETTING_COLUMNS if k in meta}
+
+
+class ComparisonResult:
+    """Per-round curves and final metrics of a multi-seed comparison.
+
+    Parameters
+    ----------
+    curves, final : pandas.DataFrame
+        Stored as the attributes below.
+    models : dict
+        Stored as ``models``.
+    diverged : dict, optional
+        Stored as ``diverged``.
+    schedule : object, optional
+        Stored as ``schedule``.
+    devices : iterable of str, optional
+        Stored as ``devices``.
+
+    Attributes
+    ----------
+    curves : pandas.DataFrame
+        Columns ``scenario, method, seed, round, auc, accuracy`` (rounds are 1-based),
+        then the scenario's settings (:data:`SETTING_COLUMNS`) where it has them.
+    final : pandas.DataFrame
+        Columns ``scenario, method, seed, auc, accuracy, convergence_round``: the
+        last round's metrics and the first round reaching 95% of the final AUC; then the
+        settings.
+    models : dict
+        ``(method, seed) -> fitted estimator`` (kept only if ``keep_models``; ``None``
+        for a diverged run).
+    diverged : dict
+        ``(method, seed) -> reason`` of the runs that diverged (only with
+        ``run_comparison(on_divergence="record")``; their metrics are NaN).
+    schedule : topofl_lib.runner.schedule.Schedule or None
+        How the runs computed in this call were executed (serial or parallel, the
+        batch size, and why); ``None`` when every run came from the run store.
+    devices : tuple of str
+        The devices the runs were computed on (``"cpu"``, ``"cuda:0 (<model>)"``),
+        from their records.
+    """
+
+    def __init__(self, curves: pd.DataFrame, final: pd.DataFrame, models: dict,
+                 diverged: dict | None = None, schedule=None, devices=()):
+        self.curves = curves
+        self.final = final
+        self.models = models
+        self.diverged = dict(diverged or {})
+        self.schedule = schedule
+        self.devices = tuple(devices)
+
+    def summary(self, metric: str = "auc") -> pd.DataFrame:
+        """Mean, std and 95% CI per method; see :func:`topofl_lib.statistics.summarise`.
+
+        Parameters
+        ----------
+        metric : str, default="auc"
+            A column of ``final``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Indexed by method.
+        """
+        return summarise(self.final, metric)
+
+    def paired(self, reference: str = "pTopoFL", metric: str = "auc") -> pd.DataFrame:
+        """Paired differences ``reference - baseline``; see
+        :func:`topofl_lib.statistics.paired_differences`.
+
+        Parameters
+        ----------
+        reference : str, default="pTopoFL"
+            The method the others are compared with.
+        metric : str, default="auc"
+            A column of ``final``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per other method.
+        """
+        return paired_differences(self.final, reference, metric)

@@ -1,0 +1,166 @@
+"""Statistics of multi-seed comparisons: summaries, paired differences, Holm's adjustment.
+
+Every method of a comparison sees the same scenario realisation within a seed (the
+scenario and the method are both seeded with it), so per-seed differences between
+methods are *paired*: :func:`paired_differences` reports their mean, a t confidence
+interval and a Wilcoxon signed-rank p-value, Holm-adjusted over the table
+(:func:`holm`), or over all the tables of a notebook (:func:`holm_family`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+__all__ = ["METRICS", "holm", "holm_family", "paired_differences", "summarise"]
+
+#: The per-run metrics of a comparison's ``final`` table.
+METRICS = ("auc", "accuracy", "convergence_round")
+
+
+def _ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    n = values.size
+    if n < 2:
+        return float("nan"), float("nan")
+    half = stats.t.ppf(0.5 + level / 2, n - 1) * values.std(ddof=1) / np.sqrt(n)
+    return float(values.mean() - half), float(values.mean() + half)
+
+
+def summarise(final: pd.DataFrame, metric: str = "auc") -> pd.DataFrame:
+    """Per method: ``mean``, ``std`` (ddof=1), 95% t-interval, ``n_seeds``.
+
+    The interval is in ``ci_low``/``ci_high``.
+
+    Parameters
+    ----------
+    final : pandas.DataFrame
+        One row per (method, seed), as :attr:`topofl_lib.runner.ComparisonResult.final`.
+    metric : str, default="auc"
+        A name of :data:`METRICS`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by method.
+    """
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; expected one of {list(METRICS)}")
+    rows = []
+    for method, g in final.groupby("method", sort=False):
+        v = g[metric].to_numpy(dtype=np.float64)
+        lo, hi = _ci(v)
+        rows.append({"method": method, "mean": v.mean(),
+                     "std": v.std(ddof=1) if v.size > 1 else 0.0,
+                     "ci_low": lo, "ci_high": hi, "n_seeds": v.size})
+    return pd.DataFrame(rows).set_index("method")
+
+
+def paired_differences(final: pd.DataFrame, reference: str = "pTopoFL",
+                       metric: str = "auc") -> pd.DataFrame:
+    """Per-seed paired differences ``reference - method`` for every other method.
+
+    Columns: ``mean_diff``, 95% t-interval ``ci_low``/``ci_high``, ``wins`` (seeds where
+    the reference is strictly better), ``n_seeds``, the two-sided Wilcoxon signed-rank
+    ``p_wilcoxon`` (NaN when every difference is zero or n < 2), and ``p_holm``: the
+    Wilcoxon p-values Holm-adjusted over the comparisons of this table (:func:`holm`).
+    A notebook that reports several tables adjusts over all of them with
+    :func:`holm_family`; a difference is called significant only when its adjusted
+    p-value is below 0.05.
+
+    Parameters
+    ----------
+    final : pandas.DataFrame
+        One row per (method, seed), as :attr:`topofl_lib.runner.ComparisonResult.final`.
+    reference : str, default="pTopoFL"
+        The method the others are compared with (must be present).
+    metric : str, default="auc"
+        A name of :data:`METRICS`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by method (every method but ``reference``).
+    """
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; expected one of {list(METRICS)}")
+    wide = final.pivot(index="seed", columns="method", values=metric)
+    if reference not in wide:
+        raise ValueError(f"reference method {reference!r} is not in the results")
+    rows = []
+    for method in wide.columns:
+        if method == reference:
+            continue
+        d = (wide[reference] - wide[method]).dropna().to_numpy(dtype=np.float64)
+        lo, hi = _ci(d)
+        p = float("nan")
+        if d.size >= 2 and np.any(d != 0):
+            p = float(stats.wilcoxon(d).pvalue)
+        rows.append({"method": method, "mean_diff": d.mean(), "ci_low": lo, "ci_high": hi,
+                     "wins": int((d > 0).sum()), "n_seeds": d.size, "p_wilcoxon": p})
+    out = pd.DataFrame(rows).set_index("method")
+    return out.assign(p_holm=holm(out["p_wilcoxon"].to_numpy(dtype=np.float64)))
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm's step-down adjustment of a family of p-values (Holm, 1979).
+
+    The ``i``-th smallest of ``m`` p-values becomes ``max_{j <= i} min(1, (m - j + 1)
+    p_(j))``; rejecting where the adjusted value is below ``alpha`` controls the
+    family-wise error rate at ``alpha``. NaN entries (no test) stay NaN and do not
+    count in ``m``.
+
+    Parameters
+    ----------
+    pvalues : array-like of float
+        The raw p-values, each in [0, 1] or NaN.
+
+    Returns
+    -------
+    numpy.ndarray
+        The adjusted p-values, in the input's order.
+
+    Examples
+    --------
+    >>> holm([0.01, 0.04, 0.03]).round(3).tolist()
+    [0.03, 0.06, 0.06]
+    """
+    p = np.asarray(pvalues, dtype=np.float64)
+    if p.ndim != 1:
+        raise ValueError(f"pvalues must be 1-D, got shape {p.shape}")
+    tested = ~np.isnan(p)
+    if np.any((p[tested] < 0) | (p[tested] > 1)):
+        raise ValueError(f"pvalues must lie in [0, 1], got {p[tested].min()} to "
+                         f"{p[tested].max()}")
+    out = np.full_like(p, np.nan)
+    idx = np.flatnonzero(tested)[np.argsort(p[tested], kind="stable")]
+    m = idx.size
+    out[idx] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[idx]))
+    return out
+
+
+def holm_family(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """The paired tables of one notebook as one family: ``p_holm`` over all of them.
+
+    Parameters
+    ----------
+    tables : dict
+        ``{name: table}`` of :func:`paired_differences` outputs (each with
+        ``p_wilcoxon``), e.g. one per scenario or protocol.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The tables stacked (first index level: the name), with ``p_holm`` recomputed
+        over every comparison of the family and ``family_size`` (the number of tests).
+    """
+    if not isinstance(tables, Mapping) or not tables:
+        raise ValueError("tables must be a non-empty dict {name: paired table}")
+    stacked = pd.concat(dict(tables), names=["table"])
+    if "p_wilcoxon" not in stacked:
+        raise ValueError("tables must be paired_differences outputs (no p_wilcoxon column)")
+    adjusted = holm(stacked["p_wilcoxon"].to_numpy(dtype=np.float64))
+    return stacked.assign(p_holm=adjusted,
+                          family_size=int(stacked["p_wilcoxon"].notna().sum()))

@@ -1,0 +1,33 @@
+"""Helpers every study's claim mapping shares: per-seed selections, the protocol column."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..claim_keys import PROTOCOL_PREFIXES
+
+__all__ = ["per_seed", "percent", "with_protocol"]
+
+def with_protocol(final: pd.DataFrame, protocol: str | None) -> pd.DataFrame:
+    """``final`` with a checked ``protocol`` column (its own, or ``protocol`` for all rows)."""
+    if "protocol" in final:
+        if protocol is not None:
+            raise ValueError("give protocol only for a table without a 'protocol' column")
+    elif protocol is None:
+        raise ValueError("final has no 'protocol' column; pass protocol='paper' or 'ours'")
+    else:
+        final = final.assign(protocol=protocol)
+    unknown = sorted(set(final["protocol"]) - set(PROTOCOL_PREFIXES))
+    if unknown:
+        raise ValueError(f"unknown protocol(s) {unknown}; expected {list(PROTOCOL_PREFIXES)}")
+    return final
+
+def per_seed(df: pd.DataFrame, column: str, **where) -> np.ndarray:
+    m = np.ones(len(df), dtype=bool)
+    for key, value in where.items():
+        m &= (df[key] == value).to_numpy()
+    return df[m].sort_values("seed")[column].to_numpy(dtype=np.float64)
+
+def percent(g: pd.DataFrame) -> np.ndarray:
+    return 100.0 * g.sort_values("seed")["accuracy"].to_numpy(dtype=np.float64)

@@ -1,0 +1,138 @@
+"""FedTopo's study: TGBS over seeds (Table 2), the block table, and the claim ids.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from .._validation import check_int
+from ..claim_keys import METHOD_KEYS
+from ..core.seeds import check_seeds
+from ..fedtopo.screening import TopologyGuidedBlockScreening
+from ..results import load_paper_claims
+from .common import percent
+
+__all__ = ["TABLE1_METHODS", "block_table", "fedtopo_claim_values", "tgbs_over_seeds"]
+
+def tgbs_over_seeds(dataset, seeds, architecture: str = "fmnist_cnn", n_val: int = 1000,
+                    progress: bool = True, **tgbs_params) -> pd.DataFrame:
+    """TGBS at initialisation for several seeds (Table 2's AUC column).
+
+    For each seed: a freshly initialised network (seeded) is screened on a stratified
+    validation subset of ``n_val`` *training* images (the server's validation data;
+    the test set stays untouched). Returns one row per (seed, block).
+
+    Parameters
+    ----------
+    dataset : ImageDataset
+        The loaded dataset.
+    seeds : iterable of int
+        Seeds of the initialisations and validation subsets.
+    architecture : str, default="fmnist_cnn"
+        A name of :data:`~topofl_lib.deep.models.MODELS`.
+    n_val : int, default=1000
+        Validation images per seed (at least 10).
+    progress : bool, default=True
+        Show a tqdm bar.
+    **tgbs_params
+        Further :class:`~topofl_lib.fedtopo.TopologyGuidedBlockScreening` parameters.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The screenings' ``scores_`` rows, with ``seed`` and the seed's ``selected`` block.
+    """
+    import torch
+
+    from ..deep.datasets import ImageDataset
+    from ..deep.models import make_model
+
+    if not isinstance(dataset, ImageDataset):
+        raise TypeError(f"dataset must be an ImageDataset, got {type(dataset).__name__}")
+    check_int(n_val, "n_val", low=10)
+    torch.set_num_threads(1)
+    rows = []
+    for seed in tqdm(check_seeds(seeds), desc="TGBS", disable=not progress):
+        rng = np.random.default_rng(seed)
+        idx = rng.choice(dataset.y_train.size, size=min(n_val, dataset.y_train.size),
+                         replace=False)
+        torch.manual_seed(seed)
+        net = make_model(architecture, in_channels=dataset.image_shape[0],
+                         n_classes=dataset.n_classes)
+        X = torch.as_tensor(dataset.X_train[idx]).reshape(-1, *dataset.image_shape)
+        tgbs = TopologyGuidedBlockScreening(random_state=seed, **tgbs_params).fit(
+            net, X, dataset.y_train[idx])
+        rows.append(tgbs.scores_.assign(seed=seed, selected=tgbs.best_block_))
+    return pd.concat(rows, ignore_index=True)
+
+def block_table(tgbs: pd.DataFrame, final: pd.DataFrame) -> pd.DataFrame:
+    """Table 2 per seed: a block's TGBS AUC (%) beside the final accuracy (%) of FedTopo
+    aligning that block (``final`` rows labelled ``"FedTopo@<block>"``).
+
+    Parameters
+    ----------
+    tgbs : pandas.DataFrame
+        :func:`tgbs_over_seeds`' rows (``block``, ``seed``, ``auc``).
+    final : pandas.DataFrame
+        Final metrics with ``method``, ``seed`` and ``accuracy`` columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``block``, ``seed``, ``auc`` and ``accuracy`` (both in %), sorted by block and seed
+        (an outer merge: a missing value is NaN).
+    """
+    acc = final[final["method"].str.startswith("FedTopo@")].assign(
+        block=lambda d: d["method"].str.removeprefix("FedTopo@"),
+        accuracy=lambda d: 100 * d["accuracy"])[["block", "seed", "accuracy"]]
+    auc = tgbs.assign(auc=100 * tgbs["auc"])[["block", "seed", "auc"]]
+    return auc.merge(acc, on=["block", "seed"], how="outer").sort_values(["block", "seed"])
+
+#: The methods whose FedTopo Table 1 rows are measured (the paper's other 13 baselines
+#: are not implemented).
+TABLE1_METHODS = ("FedTopo", "FedAvg")
+
+
+def fedtopo_claim_values(final: pd.DataFrame, tgbs: pd.DataFrame | None = None
+                         ) -> dict[str, np.ndarray]:
+    """FedTopo Table 1-3 ids (percent) from a comparison's ``final`` table.
+
+    ``final`` rows carry their ``dataset`` and ``partition`` (setting columns); methods ``FedTopo``,
+    ``FedAvg`` give Table 1, ``FedTopo`` and ``FedTopo w/o TAL`` on the L partition give
+    Table 3's Setting B; ``FedTopo@<block>`` on L gives Table 2's accuracies and ``tgbs``
+    (columns ``block, seed, auc``) its AUCs.
+
+    Parameters
+    ----------
+    final : pandas.DataFrame
+        The comparison's ``final`` table (``accuracy`` as a fraction).
+    tgbs : pandas.DataFrame, optional
+        TGBS scores per block and seed.
+
+    Returns
+    -------
+    dict of str to ndarray
+        Claim id -> per-seed values in percent, sorted by seed (only known ids).
+    """
+    known = set(load_paper_claims().index)
+    out = {}
+    for (dataset, letter, method), g in final.groupby(["dataset", "partition", "method"]):
+        if dataset != "fashion_mnist":
+            continue
+        key = METHOD_KEYS[method] if method in TABLE1_METHODS else None
+        if key and f"fedtopo.t1.fmnist.{letter}.{key}" in known:
+            out[f"fedtopo.t1.fmnist.{letter}.{key}"] = percent(g)
+        if letter == "L" and method in ("FedTopo", "FedTopo w/o TAL"):
+            out[f"fedtopo.t3.b.{'with' if method == 'FedTopo' else 'without'}"] = percent(g)
+        if method.startswith("FedTopo@") and letter == "L":
+            cid = f"fedtopo.t2.cnn.{method.removeprefix('FedTopo@')}.acc"
+            if cid in known:
+                out[cid] = percent(g)
+    if tgbs is not None:
+        for block, g in tgbs.groupby("block"):
+            cid = f"fedtopo.t2.cnn.{block}.auc"
+            if cid in known:
+                out[cid] = 100.0 * g.sort_values("seed")["auc"].to_numpy(dtype=np.float64)
+    return out
