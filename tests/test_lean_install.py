@@ -28,7 +28,7 @@ HEAVY = ("torch", "plotly", "flwr", "gudhi", "mlxtend", "sklearn", "pandas", "sc
          "ripser", "persim", "matplotlib")
 #: The optional extras' packages.
 EXTRAS = ("torch", "gudhi", "cripser", "plotly", "flwr", "mlxtend", "ipywidgets",
-          "papermill")
+          "papermill", "distributed", "dask_jobqueue")
 BLOCK = """import sys
 class _Absent:
     def find_spec(self, name, path=None, target=None):
@@ -98,6 +98,8 @@ def test_label_aware_descriptors_run_without_extras():
     ("from topofl_lib.data import load_mnist5k; load_mnist5k()", "datasets"),
     ("from topofl_lib.privacy import invert_batch_gradient; "
      "invert_batch_gradient([1.0, 0.0], [1.0, 0.0], 1)", "deep"),
+    ("from topofl_lib.runner.executors import make_executor; make_executor('tcp://h:8786')",
+     "cluster"),
 ])
 def test_missing_extra_is_named(statement, extra):
     res = _python(statement, block=EXTRAS)
@@ -110,7 +112,8 @@ def test_base_dependencies_exclude_the_extras():
     """``pip install .`` without extras installs none of the extras' packages."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     base = {re.split(r"[<>=!~\[ ;]", d, maxsplit=1)[0].lower() for d in project["dependencies"]}
-    assert not base & {"torch", "gudhi", "plotly", "flwr", "mlxtend", "cripser"}
+    assert not base & {"torch", "gudhi", "plotly", "flwr", "mlxtend", "cripser",
+                       "distributed", "dask-jobqueue"}
     extras = project["optional-dependencies"]
     assert any(d.startswith("torch") for d in extras["deep"])
     assert any(d.startswith("gudhi") for d in extras["deep"])

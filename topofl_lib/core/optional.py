@@ -9,7 +9,7 @@ __all__ = ["EXTRAS", "require"]
 #: Which extra of ``pip install topofl[...]`` installs each optional package.
 EXTRAS = {"torch": "deep", "gudhi": "deep", "cripser": "fast", "mlxtend": "datasets",
           "plotly": "viz", "ipywidgets": "notebooks", "flwr": "flower",
-          "papermill": "notebooks"}
+          "papermill": "notebooks", "distributed": "cluster", "dask_jobqueue": "cluster"}
 
 
 def require(package: str, feature: str) -> None:

@@ -28,6 +28,7 @@ from sklearn.base import BaseEstimator
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from .._validation import as_float_array, check_choice, check_int, check_real
+from ..core.device import pinned_device
 from ..core.seeds import draw_seed
 from ..storage import register_storable
 from .models import IMAGE_SIZES, MODELS, make_model
@@ -36,10 +37,12 @@ __all__ = ["TorchLearner", "TorchModel", "resolve_device"]
 
 
 def resolve_device(device: str = "auto") -> torch.device:
-    """``"auto"``: CUDA when available, else the CPU."""
+    """``"auto"``: the device this process is pinned to (:func:`topofl_lib.core.device.pin_device`,
+    as the workers of :mod:`topofl_lib.runner.executors` are), else CUDA when available,
+    else the CPU."""
     check_choice(device, "device", ("auto", "cpu", "cuda"))
     if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+        device = pinned_device(default=None) or ("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(device)
 
 

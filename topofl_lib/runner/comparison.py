@@ -16,13 +16,23 @@ from .tasks import check_picklable
 __all__ = ["run_comparison"]
 
 
+def _devices(device: str) -> list[str]:
+    """The devices local workers are pinned to, in turn: the CPU, or every CUDA device."""
+    if device == "cpu":
+        return ["cpu"]
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return [f"cuda:{i}" for i in range(count)] or ["cuda"]
+
+
 def _executor(executor, n_workers: int, device: str):
     """The executor of ``executor`` or, when ``None``, of ``n_workers``."""
     check_int(n_workers, "n_workers", low=1)
     if executor is not None and n_workers != 1:
         raise ValueError(f"give n_workers or executor, not both (n_workers={n_workers}, "
                          f"executor={executor!r})")
-    return make_executor(n_workers if executor is None else executor, device=device)
+    return make_executor(n_workers if executor is None else executor, _devices(device))
 
 
 def run_comparison(

@@ -12,8 +12,9 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import nullcontext
 
-from ..core.device import device_kind, pin_device, pinned_device
+from ..core.device import pinned
 from .executors import Executor
 from .plan import Plan
 from .schedule import Schedule, choose_schedule
@@ -52,15 +53,23 @@ def _batches(todo: list, size: int) -> list[list]:
     return [todo[k:k + size] for k in range(0, len(todo), size)]
 
 
-def _pin_here(device: str) -> None:
-    """Pin this process to a device of kind ``device`` unless it is already."""
-    if device_kind(pinned_device()) != device:
-        pin_device("cuda:0" if device == "cuda" else "cpu")
+def _pilot(spec: RunSpec, item: tuple, executor: Executor) -> tuple[dict, float]:
+    """Run ``item`` alone and time it: here, or on the cluster for a Dask executor (this
+    process may have no GPU, and the cluster's workers are already running)."""
+    start = time.perf_counter()
+    if executor.name == "dask":  # noqa: SIM108 (one line each would hide the unpacking)
+        ((_, (record,)),) = executor.map_unordered(run_batch, [(spec, [item])])
+    else:
+        (record,) = run_batch(spec, [item])
+    return record, time.perf_counter() - start
 
 
 def execute(plan: Plan, spec: RunSpec, executor: Executor,
             schedule_out: list | None = None) -> Iterator[tuple[int, int, dict]]:
     """Compute the plan's remaining runs; yield ``(seed, run, record)`` as each finishes.
+
+    The runs computed in this process run pinned to a device of the plan's kind
+    (:func:`topofl_lib.core.device.pinned`), so that ``"auto"`` learners use it.
 
     Parameters
     ----------
@@ -81,21 +90,20 @@ def execute(plan: Plan, spec: RunSpec, executor: Executor,
     todo = plan.todo
     if not todo:
         return
-    _pin_here(spec.device)
+    here = executor.name != "dask"  # a Dask cluster computes every run, the pilot too
     try:
-        start = time.perf_counter()
-        (record,) = run_batch(spec, todo[:1])
-        yield todo[0][0], todo[0][1], record
-        schedule = choose_schedule(len(todo) - 1, time.perf_counter() - start, executor)
-        if schedule_out is not None:
-            schedule_out.append(schedule)
-        rest = todo[1:]
-        if schedule.mode == "serial":
-            for item in rest:
-                (record,) = run_batch(spec, [item])
-                yield item[0], item[1], record
-            return
-        yield from _parallel(spec, rest, executor, schedule)
+        with pinned(spec.device) if here else nullcontext():
+            record, seconds = _pilot(spec, todo[0], executor)
+            yield todo[0][0], todo[0][1], record
+            schedule = choose_schedule(len(todo) - 1, seconds, executor)
+            if schedule_out is not None:
+                schedule_out.append(schedule)
+            if schedule.mode == "serial" and here:
+                for item in todo[1:]:
+                    (record,) = run_batch(spec, [item])
+                    yield item[0], item[1], record
+                return
+        yield from _parallel(spec, todo[1:], executor, schedule)
     finally:
         forget_scenarios()
 

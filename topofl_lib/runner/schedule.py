@@ -1,0 +1,110 @@
+"""Serial, parallel or batched: whether workers pay for the runs that are left.
+
+Workers are not free: a spawned process imports torch and scikit-learn before its
+first run (~1-2 s on two cores), so 100 runs of ~26 ms take 2.6 s in one process and
+longer on a two-process pool. The runner times a pilot run in its own process and
+asks :func:`choose_schedule` what to do with the rest:
+
+* serial, when the executor has one worker, or when the remaining runs take less time
+  in this process than the executor's estimated start-up
+  (:attr:`~topofl_lib.runner.executors.Executor.startup_seconds`);
+* parallel otherwise, in batches of runs that take at least :data:`MIN_BATCH_SECONDS`
+  each (so that sending a task costs little beside its work), but never so large that
+  a worker is left without one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .._validation import check_choice, check_int, check_real
+
+__all__ = ["MIN_BATCH_SECONDS", "SCHEDULE_MODES", "Schedule", "choose_schedule"]
+
+#: The shortest work a parallel task should carry, in seconds.
+MIN_BATCH_SECONDS = 0.5
+SCHEDULE_MODES = ("serial", "parallel")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How the runs left are executed.
+
+    Attributes
+    ----------
+    mode : {"serial", "parallel"}
+        In the calling process, or on the executor's workers.
+    batch_size : int
+        Runs per task (1 when serial).
+    reason : str
+        Why, in a sentence with the numbers it was decided on.
+    """
+
+    mode: str
+    batch_size: int
+    reason: str
+
+    def __post_init__(self):
+        check_choice(self.mode, "mode", SCHEDULE_MODES)
+        check_int(self.batch_size, "batch_size", low=1)
+
+
+def _seconds(x: float) -> str:
+    """``2.6 s``, ``0.026 s``, ``140 s``: two significant digits."""
+    return f"{x:.2g} s" if x < 100 else f"{x:.0f} s"
+
+
+def choose_schedule(n_runs: int, seconds_per_run: float, executor) -> Schedule:
+    """Serial or parallel, and how many runs per task, for the runs left.
+
+    Parameters
+    ----------
+    n_runs : int
+        Runs still to execute (the pilot run excluded).
+    seconds_per_run : float
+        Seconds one run took in the calling process (the pilot).
+    executor : Executor
+        Where parallel runs would go; its ``name``, ``n_workers`` and
+        ``startup_seconds`` are read.
+
+    Returns
+    -------
+    Schedule
+        ``"serial"`` (batch size 1) when the executor has one worker or the runs'
+        serial time is below its start-up estimate; else ``"parallel"`` with batches of
+        ``ceil(MIN_BATCH_SECONDS / seconds_per_run)`` runs, at least 1 and at most
+        ``ceil(n_runs / n_workers)``.
+
+    Examples
+    --------
+    >>> from topofl_lib.runner.executors import ProcessExecutor
+    >>> choose_schedule(99, 0.026, ProcessExecutor(2)).reason
+    'serial: 99 runs of ~0.026 s (2.6 s) cost less than starting 2 worker processes (~3 s)'
+    >>> s = choose_schedule(400, 0.026, ProcessExecutor(2))
+    >>> s.mode, s.batch_size
+    ('parallel', 20)
+    """
+    check_int(n_runs, "n_runs", low=0)
+    seconds_per_run = check_real(seconds_per_run, "seconds_per_run", low=0.0)
+    n_workers = int(executor.n_workers)
+    runs = f"{n_runs} run{'s' if n_runs != 1 else ''} of ~{_seconds(seconds_per_run)}"
+    serial_time = n_runs * seconds_per_run
+    if n_runs == 0:
+        return Schedule("serial", 1, "serial: no runs left")
+    if n_workers == 1:
+        return Schedule("serial", 1, f"serial: {runs}, and the {executor.name} executor "
+                                     "has 1 worker")
+    startup = float(executor.startup_seconds)
+    what = executor.startup_phrase.format(n=n_workers)
+    if serial_time < startup:
+        return Schedule("serial", 1, f"serial: {runs} ({_seconds(serial_time)}) cost less "
+                                     f"than {what} (~{_seconds(startup)})")
+    per_worker = math.ceil(n_runs / n_workers)
+    wanted = (per_worker if seconds_per_run == 0
+              else math.ceil(round(MIN_BATCH_SECONDS / seconds_per_run, 9)))
+    batch = max(1, min(wanted, per_worker))
+    return Schedule("parallel", batch,
+                    f"parallel: {runs} ({_seconds(serial_time)}) on {n_workers} workers "
+                    f"({executor.name}, start-up ~{_seconds(startup)}), "
+                    f"{batch} run{'s' if batch != 1 else ''} per task")
