@@ -30,6 +30,7 @@ from .data.scenarios import PROTOCOLS, make_scenario
 from .federated.client_descriptors import PTOPOFL_LABELS
 from .federated.methods import METHODS, make_method
 from .federated.metrics import convergence_round
+from .progress import RunProgress
 from .run_cache import DamagedRunError, RunCache, environment, fingerprint
 
 #: What :func:`run_comparison` does with a run that diverges.
@@ -254,7 +255,9 @@ def run_comparison(
         Keep the fitted estimators in the result.
     progress : bool
         Show a tqdm progress bar: runs done / all runs, the time left (estimated from
-        the runs computed in this call), runs left, and runs reused from ``cache_dir``.
+        the runs computed in this call), runs left, and runs reused from ``cache_dir``
+        (:class:`topofl_lib.progress.RunProgress`; under ``reproduce`` its terminal shows
+        them too).
     variants : dict, optional
         ``{label: (method name, params)}``; replaces ``methods`` and ``method_params``
         (ablations: several configurations of one method). The ``method`` column of the
@@ -342,17 +345,14 @@ def run_comparison(
             else:  # not stored, or stored without the model asked for now
                 todo.append((seed, i, key))
     total = len(seeds) * len(runs)
-    bar = tqdm(total=total, initial=len(records), desc=f"{label}", unit="run",
-               disable=not progress)
-    reused = len(records)
-    bar.set_postfix(left=total - reused, reused=reused)
+    bar = RunProgress(total, reused=len(records), label=f"{label}", store=cache_dir,
+                      enabled=progress)
 
     def finish(seed, i, key, record):
         if cache is not None:
             cache.store(key, record)
         records[(seed, i)] = record
         bar.update()
-        bar.set_postfix(left=total - len(records), reused=reused)
 
     slim = cache is not None or n_workers > 1
     try:
