@@ -51,6 +51,15 @@ claim file is intact (:func:`topofl_lib.publish.check_claim_files`; a notebook r
 own may replace its own damaged file). The command line prints any error as one line;
 it exits with status 2 for an error found before a notebook started, 1 for a notebook
 that failed or could not be published.
+
+Progress: below the notebooks' bar, a second bar shows the runs of the notebook that is
+running (:mod:`topofl_lib.progress`): the runner call (``call 3``: the notebook's third),
+runs done out of all, runs left, the time left of that call (from the runs it computed),
+runs reused and the run store. The kernel writes them to ``$TOPOFL_PROGRESS_FILE``, a
+file next to the notebook's staging folder that ``reproduce`` reads every half second.
+Before a notebook whose code keeps its runs in a run store (a code cell calls
+:func:`topofl_lib.run_cache.default_cache_dir`) starts, ``reproduce`` prints where the
+store is (:func:`run_store`).
 """
 
 from __future__ import annotations
@@ -73,6 +82,7 @@ from ._validation import check_int
 from .environment import git_state, machine_record, run_record
 from .flower import cli as flower_cli
 from .notebook_params import COMMON, NOTEBOOKS, PROFILES, Notebook, parameters_cell
+from .progress import ENV_PROGRESS, ProgressWatcher
 from .publish import (
     Target,
     check_claim_files,
@@ -82,9 +92,10 @@ from .publish import (
     write_readme_sections,
     write_summary,
 )
+from .run_cache import default_cache_dir
 
 __all__ = ["NotebookFailed", "ProfileRefused", "ReproduceError", "main", "reproduce",
-           "resolve_profile", "rewrite_summary"]
+           "kernel_environment", "resolve_profile", "rewrite_summary", "run_store"]
 
 
 class ReproduceError(RuntimeError):
@@ -168,6 +179,54 @@ def _environment_variables(values: Mapping[str, str]) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+def kernel_environment(base: Mapping[str, str], progress_file: Path) -> dict[str, str]:
+    """The variables a notebook's kernel gets: ``base`` and ``$TOPOFL_PROGRESS_FILE``.
+
+    Parameters
+    ----------
+    base : mapping
+        Variables every kernel gets (plotly's renderer).
+    progress_file : Path
+        Where the kernel's runner writes its progress record
+        (:class:`topofl_lib.progress.RunProgress`).
+
+    Returns
+    -------
+    dict
+        Name -> value, set in ``os.environ`` while the kernel starts.
+    """
+    return {**base, ENV_PROGRESS: str(progress_file)}
+
+
+def run_store(notebook: str | Path, profile: str) -> Path | None:
+    """The run store of ``notebook`` under ``profile``, or None if it keeps no runs.
+
+    A notebook keeps its runs in a store when one of its code cells calls
+    :func:`topofl_lib.run_cache.default_cache_dir` (with its own name and the profile,
+    as ``fedtopo``, ``ptopofl_deep`` and ``label_aware`` do); the store is then
+    ``default_cache_dir(<name>, profile)`` (``$TOPOFL_CACHE_DIR`` moves it).
+
+    Parameters
+    ----------
+    notebook : str or Path
+        The ``<name>.ipynb`` file.
+    profile : str
+        The profile it runs under.
+
+    Returns
+    -------
+    Path or None
+        The store's folder (perhaps not created yet).
+    """
+    import nbformat
+
+    path = Path(notebook)
+    cells = nbformat.read(path, as_version=4).cells
+    if any(c.cell_type == "code" and "default_cache_dir(" in c.source for c in cells):
+        return default_cache_dir(path.stem, profile)
+    return None
 
 
 @contextmanager
@@ -382,8 +441,14 @@ def _run(names: list[str], registry: Mapping[str, Notebook], notebooks_dir: Path
         params = {"profile": profile, "output_dir": str(stage)}
         if "n_workers" in _passed(registry[name], workers):
             params["n_workers"] = workers
+        store = run_store(notebooks_dir / f"{name}.ipynb", profile)
+        if store is not None:
+            tqdm.write(f"{name}: run store {store} (its finished runs are reused; "
+                       "$TOPOFL_CACHE_DIR moves it)", file=sys.stderr)
+        progress_file = run_dir / f"{name}.progress.json"
         try:
-            with _environment_variables(kernel_env):
+            with (_environment_variables(kernel_environment(kernel_env, progress_file)),
+                  ProgressWatcher(progress_file, name, root=target.base)):
                 pm.execute_notebook(str(notebooks_dir / f"{name}.ipynb"), str(executed),
                                     parameters=params,
                                     cwd=str(notebooks_dir), kernel_name=kernel,
