@@ -1,0 +1,126 @@
+"""Wall time of a comparison on 1 worker, 2 local worker processes and a 2-worker Dask
+cluster, for short runs and for runs of several seconds.
+
+Run: ``.venv/bin/python benchmarks/bench_executors.py [--workloads table1 deep]``
+(under the heavy lock on a shared machine: it keeps every core busy). Two workloads of
+:func:`topofl_lib.experiments.run_comparison`:
+
+* ``table1``: Table 1's healthcare comparison under the paper's protocol (the
+  ``"paper"`` variants of ``TABLE1_VARIANTS``), five methods x 20 seeds x 15 rounds: 100
+  runs of a few tens of milliseconds;
+* ``deep``: Fashion-MNIST (10000 training and 500 test images, label skew Dir(0.5), 10
+  clients, local test sets), FedAvg, FedProx, SCAFFOLD and pTopoFL x 5 seeds x 5 rounds
+  of one local epoch: 20 runs of ~4.5-7.5 s (mean ~5.7 s) on two cores.
+
+Each workload runs with ``executor=1`` (serial), ``executor=2`` (two spawned processes,
+started inside the timed call, as a user gets them) and ``executor=`` a
+``distributed.Client`` of a two-worker ``LocalCluster`` (one thread each), started
+before the timing; its start-up is printed separately. Printed per executor:
+
+* wall seconds of ``run_comparison`` and the speed-up over the serial call;
+* overhead per run, ``(wall * workers - serial wall) / runs``: the worker-seconds each
+  run costs beyond its serial work (start-up, transfers, idle workers at the end);
+  with the runner's serial schedule ``workers`` is 1;
+* the schedule the runner chose (``result.schedule``: mode, batch size, reason).
+
+Every executor must give the same ``final`` table as the serial run (asserted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import pandas as pd
+
+from topofl_lib.experiments import TABLE1_VARIANTS, run_comparison
+
+TABLE1_METHODS = ("pTopoFL", "FedAvg", "FedProx", "SCAFFOLD", "pFedMe")
+DEEP_METHODS = ("FedAvg", "FedProx", "SCAFFOLD", "pTopoFL")
+
+
+def table1_workload() -> dict:
+    """Table 1's healthcare comparison, paper protocol: 100 short runs."""
+    return {"scenario": "healthcare", "seeds": range(20), "n_rounds": 15,
+            "scenario_params": {"protocol": "paper"},
+            "variants": {m: TABLE1_VARIANTS["paper"][m] for m in TABLE1_METHODS}}
+
+
+def deep_workload() -> dict:
+    """A small Fashion-MNIST comparison: 20 runs of ~4.5-7.5 s each (mean ~5.7 s)."""
+    from topofl_lib.deep import deep_variants, load_image_dataset
+
+    data = load_image_dataset("fashion_mnist", n_train=10000, n_test=500, random_state=0)
+    return {"scenario": "image", "seeds": range(5), "n_rounds": 5,
+            "scenario_params": {"dataset": data, "partition": "L", "param": 0.5,
+                                "n_clients": 10, "test": "local"},
+            "variants": deep_variants(DEEP_METHODS, local_epochs=1)}
+
+
+WORKLOADS = {"table1": table1_workload, "deep": deep_workload}
+
+
+def timed(workload: dict, executor) -> tuple[float, object]:
+    t0 = time.perf_counter()
+    result = run_comparison(**workload, progress=False, executor=executor)
+    return time.perf_counter() - t0, result
+
+
+def start_dask(n_workers: int = 2):
+    """A local Dask cluster of ``n_workers`` single-threaded processes, and its client."""
+    from distributed import Client, LocalCluster
+
+    t0 = time.perf_counter()
+    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                           dashboard_address=None)
+    client = Client(cluster)
+    client.wait_for_workers(n_workers)
+    return cluster, client, time.perf_counter() - t0
+
+
+def bench(name: str, workload: dict, client) -> pd.DataFrame:
+    n_runs = len(workload["seeds"]) * len(workload["variants"])
+    rows, serial, reference = [], None, None
+    for label, executor, workers in (("1 worker", 1, 1), ("2 processes", 2, 2),
+                                     ("Dask, 2 workers", client, 2)):
+        wall, result = timed(workload, executor)
+        schedule = result.schedule
+        used = workers if schedule.mode == "parallel" else 1
+        if serial is None:
+            serial, reference = wall, result.final
+        else:
+            pd.testing.assert_frame_equal(result.final, reference, check_exact=True)
+        rows.append({"executor": label, "wall s": wall, "speed-up": serial / wall,
+                     "overhead s/run": (wall * used - serial) / n_runs,
+                     "schedule": f"{schedule.mode}, batch {schedule.batch_size}",
+                     "reason": schedule.reason})
+    table = pd.DataFrame(rows).set_index("executor")
+    print(f"\n{name}: {n_runs} runs, ~{serial / n_runs:.3g} s each serially; final tables "
+          "identical across executors")
+    with pd.option_context("display.width", 200, "display.max_colwidth", 120):
+        print(table.drop(columns="reason").round(3).to_string())
+        for label, reason in table["reason"].items():
+            print(f"  {label}: {reason}")
+    return table
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS),
+                        default=list(WORKLOADS))
+    args = parser.parse_args(argv)
+    cluster, client, startup = start_dask(2)
+    print(f"Dask LocalCluster (2 worker processes, 1 thread each) started in {startup:.2f} s "
+          "(not in the timings below)")
+    print("overhead s/run = (wall x workers used - serial wall) / runs: worker-seconds per "
+          "run beyond the serial work (workers used: 1 when the runner stayed serial)")
+    try:
+        for name in args.workloads:
+            bench(name, WORKLOADS[name](), client)
+    finally:
+        client.close()
+        cluster.close()
+
+
+if __name__ == "__main__":
+    main()
