@@ -15,8 +15,11 @@ from topofl_lib.notebook_params import (
     ListOf,
     Notebook,
     Real,
+    _assigned,
     notebook_parameters,
     parameters_cell,
+    parameters_cell_source,
+    write_parameters_cell,
 )
 from topofl_lib.outputs import atomic_path, output_dirs, write_text_atomic
 
@@ -46,31 +49,57 @@ REPO = Path(__file__).resolve().parents[1]
     ("ptopofl_deep", {"n_clients": 2}, ValueError, "n_clients must be >= 3, got 2"),
     ("ptopofl_deep", {"alphas": [0.1, True]}, TypeError, r"alphas\[1\] must be a real number"),
     ("scenario_a_healthcare", {"n_rounds": 0}, ValueError, "n_rounds must be >= 1, got 0"),
-    ("scenario_a_healthcare", {"n_seed": 3}, TypeError, r"has no parameter\(s\) \['n_seed'\]"),
+    ("fedtopo", {"n_workers": 0}, ValueError, "n_workers must be >= 1, got 0"),
     ("scenario_b_benchmark", {"profile": "fast"}, ValueError, "unknown profile 'fast'"),
 ])
 def test_bad_parameters_name_parameter_and_value(notebook, bad, error, message, tmp_path):
-    """Malformed scalars, lists and names raise, naming the parameter and the value."""
+    """Malformed scalars, lists and profiles raise, naming the parameter and the value;
+    nothing is written, the namespace included."""
+    namespace = {"output_dir": tmp_path, **bad}
     with pytest.raises(error, match=message):
-        notebook_parameters(notebook, output_dir=tmp_path, **bad)
+        notebook_parameters(notebook, namespace)
     assert not any(tmp_path.iterdir())
+    assert namespace == {"output_dir": tmp_path, **bad}
 
 
 def test_none_takes_the_profile_value_and_overrides_say_custom(tmp_path):
     """None fills from the profile; a changed value makes the rows' profile 'custom'."""
-    p = notebook_parameters("robustness", profile="cpu", n_seeds=None, output_dir=tmp_path)
+    p = notebook_parameters("robustness", {"profile": "cpu", "n_seeds": None,
+                                           "output_dir": tmp_path})
     assert p.profile == "cpu"
     assert p.n_seeds == 10 and p.rates == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]
     assert (p.figures_dir, p.results_dir) == (tmp_path / "figures", tmp_path / "results")
     assert p.claims == "robustness"
-    assert notebook_parameters("robustness", profile="cpu", n_seeds=10,
-                               output_dir=tmp_path).profile == "cpu"
-    custom = notebook_parameters("robustness", profile="cpu", rates=(0, 0.5), output_dir=tmp_path)
+    assert notebook_parameters("robustness", {"profile": "cpu", "n_seeds": 10,
+                                              "output_dir": tmp_path}).profile == "cpu"
+    custom = notebook_parameters("robustness", {"profile": "cpu", "rates": (0, 0.5),
+                                                "output_dir": tmp_path})
     assert custom.profile == "custom" and custom.rates == [0.0, 0.5]
     with pytest.raises(AttributeError, match="no parameter 'betas'"):
         custom.betas  # noqa: B018
-    loss = notebook_parameters("fedtopo", loss_range=[0.01, 2], output_dir=tmp_path).loss_range
+    loss = notebook_parameters("fedtopo", {"loss_range": [0.01, 2],
+                                           "output_dir": tmp_path}).loss_range
     assert loss == [0.01, 2.0]
+
+
+def test_validated_values_are_written_back_into_the_namespace(tmp_path):
+    """After the call the notebook's parameter variables hold the validated values; profile,
+    output_dir and the names the notebook does not declare are left as they are."""
+    namespace = {"profile": "cpu", "rates": (0, 0.5), "n_seed": 3, "output_dir": tmp_path,
+                 "pd": "a module"}
+    cfg = notebook_parameters("robustness", namespace)
+    assert namespace == {"profile": "cpu", "output_dir": tmp_path, "n_seed": 3,
+                         "pd": "a module", **cfg.values}
+    assert namespace["rates"] == [0.0, 0.5] and namespace["n_seeds"] == 10
+    assert cfg.profile == "custom" and namespace["attacks"] == list(NOTEBOOKS["robustness"]
+                                                                     .values("cpu")["attacks"])
+    fresh = {}  # nothing given: the quick profile, the default folders
+    assert notebook_parameters("continual_drift", fresh).profile == "quick"
+    assert fresh == NOTEBOOKS["continual_drift"].values("quick")
+    with pytest.raises(TypeError, match="namespace must be a mutable mapping"):
+        notebook_parameters("robustness", None)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'profile'"):
+        notebook_parameters("robustness", profile="cpu")  # the old keyword form is gone
 
 
 def test_every_profile_value_is_valid_and_complete():
@@ -80,8 +109,16 @@ def test_every_profile_value_is_valid_and_complete():
             values = notebook.values(profile)
             assert set(values) == set(notebook.spec)
     with pytest.raises(ValueError, match=r"profile 'quick': betas\[0\] must be <= 1.0"):
-        Notebook("x", spec={"betas": ListOf(Real(0.0, 1.0))}, shared={},
+        Notebook("x", spec={"betas": (ListOf(Real(0.0, 1.0)), "beta sweep")}, shared={},
                  quick={"betas": [2.0]}, paper={"betas": [0.5]})
+    for entry in (ListOf(Real(0.0, 1.0)), (ListOf(Real(0.0, 1.0)), ""),
+                  (ListOf(Real(0.0, 1.0)), "two\nlines")):
+        with pytest.raises(ValueError, match=r"spec\['betas'\] must be \(value spec, one-line "
+                                             r"help\)"):
+            Notebook("x", spec={"betas": entry}, shared={"betas": [0.5]}, quick={}, paper={})
+    with pytest.raises(ValueError, match=r"execution\['n_threads'\] must be a one-line help of "
+                                         r"an EXECUTION parameter \['n_workers'\]"):
+        Notebook("x", spec={}, shared={}, quick={}, paper={}, execution={"n_threads": "threads"})
 
 
 def _code_cells(name):
@@ -90,29 +127,53 @@ def _code_cells(name):
 
 
 @pytest.mark.parametrize("name", list(NOTEBOOKS))
-def test_notebook_cells_match_the_registry(name):
-    """The parameters cell sets profile, None per parameter, output_dir; cell 2 passes them all."""
-    params, first = _code_cells(name)[:2]
+def test_parameters_cell_is_rendered_from_the_declaration(name):
+    """The tagged cell is exactly what NOTEBOOKS renders: profile, each declared parameter
+    = None with its help, output_dir."""
+    params = _code_cells(name)[0]
     assert "parameters" in params.metadata.get("tags", [])
+    assert params.source == parameters_cell_source(name), (
+        f"notebooks/{name}.ipynb's parameters cell differs from its declaration in "
+        "topofl_lib/notebook_params.py: run `python scripts/sync_parameters_cells.py`")
     assigned = {t.id: n.value for n in ast.parse(params.source).body
                 for t in n.targets if isinstance(t, ast.Name)}
     assert assigned.pop("profile").value == "quick"
     assert set(assigned) == {*NOTEBOOKS[name].spec, *NOTEBOOKS[name].execution, "output_dir"}
     assert all(isinstance(v, ast.Constant) and v.value is None for v in assigned.values())
+
+
+@pytest.mark.parametrize("name", list(NOTEBOOKS))
+def test_first_code_cell_hands_its_namespace_to_the_check(name):
+    """Cell 2 calls notebook_parameters(name, globals()) and unpacks no parameter from cfg
+    (the call writes the validated values back); no later cell rebinds cfg."""
+    first = _code_cells(name)[1]
     calls = [n for n in ast.walk(ast.parse(first.source)) if isinstance(n, ast.Call)
              and getattr(n.func, "id", None) == "notebook_parameters"]
-    assert len(calls) == 1 and calls[0].args[0].value == name
-    assert "cfg = notebook_parameters(" in first.source
-    assert {k.arg for k in calls[0].keywords} == {*NOTEBOOKS[name].spec,
-                                                  *NOTEBOOKS[name].execution, "profile",
-                                                  "output_dir"}
-    assert all(isinstance(k.value, ast.Name) and k.value.id == k.arg for k in calls[0].keywords)
+    assert len(calls) == 1
+    assert f'cfg = notebook_parameters("{name}", globals())' in first.source.splitlines()
+    declared = {*NOTEBOOKS[name].spec, *NOTEBOOKS[name].execution}
+    assert not _assigned(first.source) & declared, "cell 2 sets a parameter again"
     later = "\n".join(c.source for c in _code_cells(name)[2:])
     rebound = [n for n in ast.walk(ast.parse(later)) if isinstance(n, ast.Name)
                and n.id == "cfg" and isinstance(n.ctx, ast.Store)]
     assert not rebound, "a later cell rebinds cfg (the validated parameters)"
     assert "write_claims(claims, results_dir, cfg.claims)" in later
     assert "cfg.profile" in later and "check_parameters" not in later
+
+
+def test_write_parameters_cell_rewrites_only_that_cell(tmp_path):
+    """A stale parameters cell is rewritten from the declaration; its id, tags and the
+    other cells stay; a second run changes nothing."""
+    path = tmp_path / "robustness.ipynb"
+    nb = nbformat.read(REPO / "notebooks" / "robustness.ipynb", as_version=4)
+    nb.cells[[c.cell_type for c in nb.cells].index("code")].source = 'profile = "quick"\n'
+    nbformat.write(nb, path)
+    assert write_parameters_cell(path, "robustness") is True
+    assert path.read_text() == (REPO / "notebooks" / "robustness.ipynb").read_text()
+    assert write_parameters_cell(path, "robustness") is False
+    lines = parameters_cell_source("robustness").splitlines()
+    assert "n_seeds = None     # scenario realisations per attack rate" in lines
+    assert lines[-1].startswith("output_dir = None  # None: $TOPOFL_OUTPUT_DIR")
 
 
 @pytest.mark.parametrize(("name", "params", "message"), [
@@ -190,19 +251,20 @@ def test_save_figure_writes_html_and_one_bundle(tmp_path, monkeypatch):
 
 def test_execution_parameters_never_make_a_run_custom():
     """n_workers changes how a notebook runs, not what it measures: the label stays."""
-    quick = notebook_parameters("fedtopo", profile="quick", n_workers=2)
+    quick = notebook_parameters("fedtopo", {"profile": "quick", "n_workers": 2})
     assert quick.profile == "quick" and quick.n_workers == 2
-    assert notebook_parameters("fedtopo", profile="quick").n_workers == 1
+    namespace = {"profile": "quick", "n_workers": None}
+    assert notebook_parameters("fedtopo", namespace).n_workers == 1 == namespace["n_workers"]
     with pytest.raises(ValueError, match="n_workers must be >= 1, got 0"):
-        notebook_parameters("fedtopo", profile="quick", n_workers=0)
-    with pytest.raises(TypeError, match="has no parameter"):
-        notebook_parameters("robustness", profile="quick", n_workers=2)
+        notebook_parameters("fedtopo", {"profile": "quick", "n_workers": 0})
+    robust = notebook_parameters("robustness", {"n_workers": 2})  # not its parameter: ignored
+    assert "n_workers" not in robust.values
 
 
 @pytest.mark.parametrize("name", list(NOTEBOOKS))
 def test_parameters_cell_comment_names_every_profile(name):
     """The parameters cell's comment tells a reader every profile it can take."""
-    source = _code_cells(name)[0].source
+    source = parameters_cell_source(name)
     comments = " ".join(line for line in source.splitlines() if line.lstrip().startswith("#"))
     assert [p for p in PROFILES if not re.search(rf"\b{p}\b", comments)] == []
 
@@ -216,7 +278,7 @@ def test_output_inside_or_linked_to_a_published_folder_is_refused(tmp_path, monk
     for bad in (REPO / "results", REPO / "figures", REPO / "results" / "claims" / "x"):
         with pytest.raises(ValueError, match=rf"output_dir = '{bad}' would write into the "
                                              rf"published folder {REPO}/(results|figures)"):
-            notebook_parameters("robustness", output_dir=bad)
+            notebook_parameters("robustness", {"output_dir": bad})
     linked = tmp_path / "linked"
     linked.mkdir()
     (linked / "results").symlink_to(REPO / "results")

@@ -65,8 +65,8 @@ from topofl_lib.notebook_params import Int, Notebook
 
 
 def tiny(name, cpu=2):
-    return Notebook(name, spec={"n": Int(low=1)}, shared={}, quick={"n": 1}, cpu={"n": cpu},
-                    paper={"n": 3})
+    return Notebook(name, spec={"n": (Int(low=1), "runs")}, shared={}, quick={"n": 1},
+                    cpu={"n": cpu}, paper={"n": 3})
 
 
 REGISTRY = {"tiny_a": tiny("tiny_a"), "tiny_b": tiny("tiny_b")}
@@ -231,7 +231,7 @@ def test_auto_keeps_higher_profile_and_runs_the_rest(repo, capsys, monkeypatch):
 def test_same_protocol_is_not_refused(repo):
     """Where cpu runs the paper protocol, cpu may replace paper rows (nothing is lost)."""
     fake_published(repo, profile="paper")
-    same = {"tiny_a": Notebook("tiny_a", spec={"n": Int(low=1)}, shared={"n": 3},
+    same = {"tiny_a": Notebook("tiny_a", spec={"n": (Int(low=1), "runs")}, shared={"n": 3},
                                quick={}, paper={})}
     run(repo, "cpu", only=["tiny_a"], notebooks=same)
     assert ",cpu," in (repo / "results" / "claims" / "tiny_a.csv").read_text()

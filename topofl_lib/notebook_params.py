@@ -1,13 +1,21 @@
 """Every notebook's parameters: what each may be, and its value in each profile.
 
-This module is the one source of the profiles. A notebook's ``parameters`` cell holds
-``profile = "quick"``, every other parameter ``= None`` (the profile's value) and
-``output_dir = None``; its first code cell calls :func:`notebook_parameters`, which fills
-the Nones from the profile, validates every value (lists element by element) and returns
-them with the output folders, before anything runs or is written::
+This module is the one source of the parameters: a parameter is declared once, in
+:data:`NOTEBOOKS` (its value spec, its one-line help, its value in each profile), and the
+rest follows from that declaration. A notebook's ``parameters`` cell is rendered from it
+(:func:`parameters_cell_source`: ``profile = "quick"``, every other parameter ``= None``,
+the profile's value, with its help as a comment, and ``output_dir = None``);
+``scripts/sync_parameters_cells.py`` rewrites the cells after a change to
+:data:`NOTEBOOKS`, and ``tests/test_notebook_params.py`` fails while a cell differs. The
+notebook's first code cell hands its namespace to :func:`notebook_parameters`, which
+fills the Nones from the profile, validates every value (lists element by element) and
+writes the validated values back, before anything runs or is written::
 
-    cfg = notebook_parameters("robustness", profile=profile, n_seeds=n_seeds, ...)
-    n_seeds, n_rounds = cfg.n_seeds, cfg.n_rounds
+    cfg = notebook_parameters("robustness", globals())
+    # n_seeds, rates, ... now hold the validated values; cfg.figures_dir, cfg.profile ...
+
+Adding a parameter is one entry in ``spec`` (and its values in the profiles), then
+``python scripts/sync_parameters_cells.py``.
 
 ``python -m topofl_lib reproduce`` passes only ``profile`` and ``output_dir`` (and
 ``n_workers`` where the notebook takes it).
@@ -37,7 +45,8 @@ from __future__ import annotations
 
 import ast
 import sys
-from collections.abc import Mapping
+import textwrap
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +73,8 @@ __all__ = [
     "Real",
     "notebook_parameters",
     "parameters_cell",
+    "parameters_cell_source",
+    "write_parameters_cell",
 ]
 
 #: Profile names, from the shortest to the longest protocol.
@@ -74,6 +85,14 @@ COMMON = ("profile", "output_dir")
 PAPERMILL_HEADER = "# Parameters"
 #: papermill's own optional parameters (``--inject-paths``), never the notebook's.
 PAPERMILL_PREFIX = "PAPERMILL_"
+#: The parameters cell's header comment (:func:`parameters_cell_source`), wrapped at
+#: ``HEADER_WIDTH`` columns; ``{profiles}``: the notebook's ``profile_notes``.
+HEADER = ("Parameters (papermill injects new values here). None: the profile's value, from "
+          "topofl_lib.notebook_params.NOTEBOOKS; profiles: {profiles}.")
+HEADER_WIDTH = 100
+#: The help of ``output_dir`` in every parameters cell (:func:`topofl_lib.outputs.output_dirs`).
+OUTPUT_DIR_HELP = ("None: $TOPOFL_OUTPUT_DIR, else build/interactive/ (never figures/, "
+                   "results/)")
 
 
 # --------------------------------------------------------------------------- value specs
@@ -275,41 +294,64 @@ class Either:
 class Notebook:
     """A notebook that ``reproduce`` runs: its parameters and their profile values.
 
+    This is the parameters' one declaration: the notebook's ``parameters`` cell is
+    rendered from it (:func:`parameters_cell_source`) and :func:`notebook_parameters`
+    validates against it.
+
     Parameters
     ----------
     claims : str
         The notebook writes its claim rows to ``results/claims/<claims>.csv``.
     spec : dict
-        Parameter name -> value spec (:class:`Int`, :class:`Real`, :class:`OneOf`,
-        :class:`ListOf`, :class:`Either`).
+        Parameter name -> ``(value spec, help)``: a value spec (:class:`Int`,
+        :class:`Real`, :class:`OneOf`, :class:`ListOf`, :class:`Either`) and the one-line
+        help that the parameter's line in the parameters cell carries as its comment. The
+        cell lists the parameters in this order.
     shared : dict
         Values common to every profile.
     quick, paper : dict
         Each profile's own values.
     cpu : dict or None
         The cpu profile's values; None: the paper profile's.
-    execution : tuple of str
-        Names of :data:`EXECUTION` parameters the notebook also takes (how it runs, not
-        what it measures: they never make a run ``custom``).
+    execution : dict
+        Name of an :data:`EXECUTION` parameter the notebook also takes -> its help (how
+        it runs, not what it measures: they never make a run ``custom``); the cell lists
+        them after ``spec``'s.
+    profile_notes : str
+        What each profile is to this notebook, for the cell's header comment (it names
+        every profile).
     """
 
     claims: str
-    spec: Mapping[str, Any]
+    spec: Mapping[str, tuple[Any, str]]
     shared: Mapping[str, Any]
     quick: Mapping[str, Any]
     paper: Mapping[str, Any]
     cpu: Mapping[str, Any] | None = None
-    execution: tuple[str, ...] = ()
+    execution: Mapping[str, str] = field(default_factory=dict)
+    profile_notes: str = "quick (CI), cpu (committed), paper"
     _values: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
+        for name, entry in self.spec.items():
+            if not (isinstance(entry, tuple) and len(entry) == 2 and _one_line(entry[1])):
+                raise ValueError(f"spec[{name!r}] must be (value spec, one-line help), got "
+                                 f"{entry!r}")
+        for name, text in self.execution.items():
+            if name not in EXECUTION or not _one_line(text):
+                raise ValueError(f"execution[{name!r}] must be a one-line help of an "
+                                 f"EXECUTION parameter {sorted(EXECUTION)}, got {text!r}")
         for profile in PROFILES:
             own = getattr(self, profile) if profile != "cpu" or self.cpu else self.paper
             given = {**self.shared, **own}
             if set(given) != set(self.spec):
                 raise ValueError(f"profile {profile!r} gives {sorted(given)}, but the "
                                  f"parameters are {sorted(self.spec)}")
-            self._values[profile] = _check_values(self.spec, given, f"profile {profile!r}: ")
+            self._values[profile] = _check_values(self.checks(), given, f"profile {profile!r}: ")
+
+    def checks(self) -> dict[str, Any]:
+        """Parameter name -> its value spec (``spec`` without the help)."""
+        return {name: check for name, (check, _) in self.spec.items()}
 
     def values(self, profile: str) -> dict[str, Any]:
         """The validated parameter values of ``profile``."""
@@ -317,11 +359,15 @@ class Notebook:
         return dict(self._values[profile])
 
 
-def _check_values(spec: Mapping[str, Any], values: Mapping[str, Any], context: str = ""):
+def _one_line(text: Any) -> bool:
+    return isinstance(text, str) and bool(text.strip()) and "\n" not in text
+
+
+def _check_values(checks: Mapping[str, Any], values: Mapping[str, Any], context: str = ""):
     out = {}
     for name, value in values.items():
         try:
-            out[name] = spec[name].check(value, name)
+            out[name] = checks[name].check(value, name)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{context}{exc}") from None
     return out
@@ -333,7 +379,7 @@ POSITIVE = Int(low=1)
 #: thread (:func:`topofl_lib.experiments.run_comparison`; results are identical for any
 #: value).
 EXECUTION: dict[str, tuple[Any, Any]] = {"n_workers": (POSITIVE, 1)}
-_SEEDS = {"n_seeds": POSITIVE}
+_RUNS_AT_ONCE = "runs at once (processes, one torch thread each); no number depends on it"
 _EPSILON = Real(low=0.0, low_open=True)
 #: Labels of the deep methods that name one method (not a pattern such as FedTopo@<block>).
 _DEEP_METHODS = tuple(label for label in DEEP_LABELS if "<" not in label)
@@ -341,9 +387,14 @@ _DEEP_METHODS = tuple(label for label in DEEP_LABELS if "<" not in label)
 
 def _table1(claims: str) -> Notebook:
     # single_seed: the paper's single run (its code's default scenario seed is 42)
-    return Notebook(claims, spec={**_SEEDS, "n_rounds": POSITIVE, "single_seed": Int(low=0)},
-                    shared={"n_rounds": 15, "single_seed": 42},
-                    quick={"n_seeds": 3}, paper={"n_seeds": 20})
+    return Notebook(
+        claims,
+        spec={"n_seeds": (POSITIVE, "independent scenario realisations per protocol"),
+              "n_rounds": (POSITIVE, "communication rounds (paper: 15)"),
+              "single_seed": (Int(low=0), "shown on its own as the paper's single run (its "
+                                          "code's seed: 42)")},
+        shared={"n_rounds": 15, "single_seed": 42},
+        quick={"n_seeds": 3}, paper={"n_seeds": 20})
 
 
 #: notebook name -> its parameters and their values in each profile.
@@ -352,36 +403,47 @@ NOTEBOOKS: dict[str, Notebook] = {
     "scenario_b_benchmark": _table1("table1_bm"),
     "robustness": Notebook(
         "robustness",
-        spec={**_SEEDS, "n_rounds": POSITIVE,
-              "rates": ListOf(Real(0.0, 0.5)),  # robustness_sweep: rate in [0, 0.5]
-              "attacks": ListOf(OneOf(ATTACKS), contains=("label_flip",))},
+        spec={"n_seeds": (POSITIVE, "scenario realisations per attack rate"),
+              "n_rounds": (POSITIVE, "paper Sec. 4.4 / Table 3"),
+              # robustness_sweep: rate in [0, 0.5]
+              "rates": (ListOf(Real(0.0, 0.5)),
+                        "fractions of adversarial hospitals, each in [0, 0.5]"),
+              "attacks": (ListOf(OneOf(ATTACKS), contains=("label_flip",)),
+                          "label_flip (needed), noisy_label_flip, sign_flip")},
         shared={"n_rounds": 10, "attacks": list(ATTACKS)},
         quick={"n_seeds": 3, "rates": [0.0, 0.3, 0.5]},
         paper={"n_seeds": 10, "rates": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]}),
     "continual_drift": Notebook(
         "continual",
         # make_continual shifts at round 10 and needs shift_round <= n_rounds - 1
-        spec={**_SEEDS, "n_rounds": Int(low=11),
-              "drift_threshold": Real(low=0.0, low_open=True)},
+        spec={"n_seeds": (POSITIVE, "scenario realisations"),
+              "n_rounds": (Int(low=11), "rounds (>= 11: clients switch task at round 10)"),
+              "drift_threshold": (Real(low=0.0, low_open=True),
+                                  "Eq. 9 drift that triggers re-clustering")},
         shared={"n_rounds": 20, "drift_threshold": 0.12},
         quick={"n_seeds": 3}, paper={"n_seeds": 20}),
     "ablation_theorems": Notebook(
         "ablation",
-        spec={**_SEEDS, "n_rounds": POSITIVE,
-              "betas": ListOf(Real(0.0, 1.0)),
-              "cluster_counts": ListOf(Int(1, 8)),  # the healthcare scenario's 8 clients
-              "etas": ListOf(Real(low=0.0))},       # Theorem 3 perturbation norms
+        spec={"n_seeds": (POSITIVE, "scenario realisations"),
+              "n_rounds": (POSITIVE, "rounds"),
+              "betas": (ListOf(Real(0.0, 1.0)), "beta sweep, each in [0, 1]"),
+              # the healthcare scenario's 8 clients
+              "cluster_counts": (ListOf(Int(1, 8)), "M sweep, each in 1..8"),
+              "etas": (ListOf(Real(low=0.0)), "Theorem 3 perturbation norms")},
         shared={"n_rounds": 15, "etas": [0.01, 0.05, 0.1, 0.2, 0.4]},
         quick={"n_seeds": 3, "betas": [0.0, 0.3, 0.6, 1.0], "cluster_counts": [1, 2, 3, 4]},
         paper={"n_seeds": 20, "betas": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0],
                "cluster_counts": [1, 2, 3, 4, 5, 6]}),
     "gfc_clustering": Notebook(
         "gfc",
-        spec={**_SEEDS, "epsilons": ListOf(_EPSILON),
-              "datasets": ListOf(OneOf(CLUSTERING_DATASETS)),
-              "local_counts": ListOf(POSITIVE),   # Tables 4-5: local centroids per client
-              "client_counts": ListOf(POSITIVE),  # Table 6: scalability
-              "scalability_seeds": POSITIVE},     # seeds for Table 6
+        spec={"n_seeds": (POSITIVE, "seeds"),
+              "epsilons": (ListOf(_EPSILON), "LDP budgets, each > 0"),
+              "datasets": (ListOf(OneOf(CLUSTERING_DATASETS)),
+                           "topofl_lib.clustering.evaluation.CLUSTERING_DATASETS"),
+              "local_counts": (ListOf(POSITIVE), "Tables 4-5: local centroids per client"),
+              "client_counts": (ListOf(POSITIVE), "Table 6: scalability (paper: 100 and 1000)"),
+              "scalability_seeds": (POSITIVE,
+                                    "seeds for Table 6 (1000 clients is the slow part)")},
         shared={},
         quick={"n_seeds": 2, "epsilons": [1000.0, 10.0, 1.0, 0.1],
                "datasets": ["iris", "blobs2d", "mnist5k"], "local_counts": [5, 15, 30],
@@ -391,12 +453,21 @@ NOTEBOOKS: dict[str, Notebook] = {
                "client_counts": [100, 1000], "scalability_seeds": 10}),
     "privacy_analysis": Notebook(
         "privacy",
-        spec={**_SEEDS, "attack_seeds": POSITIVE, "attack_clients": POSITIVE,
-              "batch_sizes": ListOf(POSITIVE), "gradient_iters": POSITIVE,
-              "descriptor_iters": POSITIVE,
+        spec={"n_seeds": (POSITIVE, "scenario realisations for the proxies and the DP "
+                                    "utility curve"),
+              "attack_seeds": (POSITIVE, "scenario realisations attacked"),
+              "attack_clients": (POSITIVE, "honest clients attacked per realisation"),
+              "batch_sizes": (ListOf(POSITIVE), "gradient-inversion batch sizes"),
+              "gradient_iters": (POSITIVE, "Adam steps of the gradient-matching attack"),
+              "descriptor_iters": (POSITIVE,
+                                   "evolution-strategy steps of the descriptor inversion"),
               # membership_inference: n, n_targets, n_shadow >= 2
-              "mia_sizes": ListOf(Int(low=2)), "mia_targets": Int(low=2),
-              "mia_shadows": Int(low=2), "epsilons": ListOf(_EPSILON)},
+              "mia_sizes": (ListOf(Int(low=2)), "client sizes n for membership inference "
+                                                "(5: a positive control)"),
+              "mia_targets": (Int(low=2),
+                              "membership-inference trials per realisation and size"),
+              "mia_shadows": (Int(low=2), "shadow datasets per trial and hypothesis"),
+              "epsilons": (ListOf(_EPSILON), "DP budgets per client")},
         shared={"mia_sizes": [5, 100], "epsilons": [0.1, 1.0, 10.0, 100.0, 1000.0]},
         quick={"n_seeds": 3, "attack_seeds": 1, "attack_clients": 2, "batch_sizes": [1, 2, 4],
                "gradient_iters": 300, "descriptor_iters": 150, "mia_targets": 16,
@@ -406,16 +477,26 @@ NOTEBOOKS: dict[str, Notebook] = {
                "descriptor_iters": 1000, "mia_targets": 100, "mia_shadows": 16}),
     "fedtopo": Notebook(
         "fedtopo",
-        spec={**_SEEDS, "n_rounds": POSITIVE, "local_epochs": POSITIVE,
-              "n_train": Int(low=10), "n_test": Int(low=10),  # load_image_dataset
-              "tal_every": POSITIVE, "tal_samples": POSITIVE,
-              "n_val": Int(low=10), "tgbs_pairs": POSITIVE,
-              "partitions": ListOf(OneOf(PARTITIONS)),
-              "methods": ListOf(OneOf(_DEEP_METHODS), contains=("FedTopo",)),
-              "schedules": ListOf(OneOf(SCHEDULES)),
-              "loss_range": Either((OneOf(("calibrate",)),
-                                    ListOf(Real(), length=2, increasing=True)),
-                                   '"calibrate" or [l_min, l_max] with l_min < l_max')},
+        spec={"n_seeds": (POSITIVE, "seeds (the paper: 5 runs)"),
+              "n_rounds": (POSITIVE, "communication rounds (paper, Table C.3: 5 for FMNIST)"),
+              "local_epochs": (POSITIVE, "local epochs per round (paper: 5)"),
+              # load_image_dataset
+              "n_train": (Int(low=10), "Fashion-MNIST training images used (paper: 60000)"),
+              "n_test": (Int(low=10), "test images (paper: 10000)"),
+              "tal_every": (POSITIVE, "TAL on every k-th local step (paper: every step)"),
+              "tal_samples": (POSITIVE,
+                              "images per client per round for the TE (Table C.3: 64)"),
+              "n_val": (Int(low=10), "TGBS validation images (drawn from the training set)"),
+              "tgbs_pairs": (POSITIVE,
+                             "TGBS pairs of each kind (same-class, different-class)"),
+              "partitions": (ListOf(OneOf(PARTITIONS)), "FedTopo's skews N, L, K, Q"),
+              "methods": (ListOf(OneOf(_DEEP_METHODS), contains=("FedTopo",)),
+                          "Table 1 methods (FedTopo needed)"),
+              "schedules": (ListOf(OneOf(SCHEDULES)), "alpha schedules of Appendix B.2"),
+              "loss_range": (Either((OneOf(("calibrate",)),
+                                     ListOf(Real(), length=2, increasing=True)),
+                                    '"calibrate" or [l_min, l_max] with l_min < l_max'),
+                             '[l_min, l_max] of the adaptive schedules, or "calibrate"')},
         shared={"tal_samples": 64, "partitions": ["N", "L", "K", "Q"],
                 "methods": ["FedAvg", "FedProx", "SCAFFOLD", "FedTopo"],
                 "schedules": list(SCHEDULES), "loss_range": "calibrate"},
@@ -427,15 +508,22 @@ NOTEBOOKS: dict[str, Notebook] = {
         # n_workers=2 (71 runs). More seeds: n_seeds=5 (the finished runs are reused).
         paper={"n_seeds": 3, "n_rounds": 5, "local_epochs": 5, "n_train": 60000,
                "n_test": 10000, "tal_every": 1, "n_val": 1000, "tgbs_pairs": 500},
-        execution=("n_workers",)),
+        execution={"n_workers": _RUNS_AT_ONCE},
+        profile_notes="quick (CI), cpu (a quick look), paper (committed)"),
     "ptopofl_deep": Notebook(
         "ptopofl_deep",
-        spec={**_SEEDS, "n_rounds": POSITIVE, "local_epochs": POSITIVE,
-              "n_train": Int(low=10), "n_test": Int(low=10),
-              "n_clients": Int(low=3),  # the deep pTopoFL forms 3 clusters
-              "alphas": ListOf(Real(low=0.0, low_open=True)),  # Dirichlet concentrations
-              "datasets": ListOf(OneOf(IMAGE_DATASETS)),
-              "methods": ListOf(OneOf(_DEEP_METHODS), contains=("pTopoFL",))},
+        spec={"n_seeds": (POSITIVE, "seeds"),
+              "n_rounds": (POSITIVE, "communication rounds (paper: 100 CIFAR-10, 200 FEMNIST)"),
+              "local_epochs": (POSITIVE,
+                               "local epochs per round (paper: 5 CIFAR-10, 3 FEMNIST)"),
+              "n_train": (Int(low=10),
+                          "training images per dataset (MNIST-5k has 4000 at most)"),
+              "n_test": (Int(low=10), "test images per dataset (MNIST-5k has 1000 at most)"),
+              "n_clients": (Int(low=3), "clients (>= 3: pTopoFL forms 3 clusters)"),
+              "alphas": (ListOf(Real(low=0.0, low_open=True)), "Dirichlet concentrations"),
+              "datasets": (ListOf(OneOf(IMAGE_DATASETS)), "fashion_mnist, mnist5k, digits"),
+              "methods": (ListOf(OneOf(_DEEP_METHODS), contains=("pTopoFL",)),
+                          "methods compared (pTopoFL needed)")},
         shared={"n_clients": 10, "alphas": [0.1, 0.5], "datasets": ["fashion_mnist", "mnist5k"],
                 "methods": ["pTopoFL", "FedAvg", "FedProx", "SCAFFOLD", "pFedMe"]},
         quick={"n_seeds": 1, "n_rounds": 2, "local_epochs": 1, "n_train": 2000, "n_test": 500},
@@ -443,25 +531,46 @@ NOTEBOOKS: dict[str, Notebook] = {
              "n_test": 2000},
         paper={"n_seeds": 5, "n_rounds": 100, "local_epochs": 5, "n_train": 60000,
                "n_test": 10000},
-        execution=("n_workers",)),
+        execution={"n_workers": _RUNS_AT_ONCE}),
     "label_aware": Notebook(
         "label_aware",
         # seeds seed_start .. seed_start + n_seeds - 1: the report seeds 100-119 (the
         # configuration was fixed on the development seeds 0-19 beforehand)
-        spec={**_SEEDS, "seed_start": Int(low=0), "n_rounds": POSITIVE,
-              "detect_rates": ListOf(Real(0.0, 0.5, low_open=True)),
-              "rates": ListOf(Real(0.0, 0.5)),  # label_aware_comparison: rate in [0, 0.5]
-              "protocols": ListOf(OneOf(("ours", "paper"))),
+        spec={"n_seeds": (POSITIVE, "seeds per setting (20: the report seeds 100-119)"),
+              "seed_start": (Int(low=0),
+                             "first seed (100: report seeds; 0: the development seeds)"),
+              "n_rounds": (POSITIVE, "rounds of every federated run"),
+              "detect_rates": (ListOf(Real(0.0, 0.5, low_open=True)),
+                               "fractions of label-flipping hospitals of the detection "
+                               "report"),
+              # label_aware_comparison: rate in [0, 0.5]
+              "rates": (ListOf(Real(0.0, 0.5)),
+                        "fractions of the AUC comparison, each in [0, 0.5]"),
+              "protocols": (ListOf(OneOf(("ours", "paper"))),
+                            "data protocols of make_healthcare: ours, paper"),
               # detection and AUC comparison; the claim rows need the label flip
-              "attacks": ListOf(OneOf(ATTACKS), contains=("label_flip",)),
-              "attack_seeds": POSITIVE, "attack_clients": POSITIVE,
-              "descriptor_iters": POSITIVE,
-              "mia_targets": Int(low=2), "mia_shadows": Int(low=2),  # membership_inference
-              "epsilons": ListOf(_EPSILON, contains=(1.0,)),
+              "attacks": (ListOf(OneOf(ATTACKS), contains=("label_flip",)),
+                          "attacks of detection and AUC comparison: label_flip (needed), "
+                          "noisy_label_flip"),
+              "attack_seeds": (POSITIVE,
+                               "first seeds used by the inversion and membership attacks"),
+              "attack_clients": (POSITIVE,
+                                 "honest clients attacked per seed (descriptor inversion)"),
+              "descriptor_iters": (POSITIVE, "steps of the descriptor-inversion search"),
+              # membership_inference: n_targets, n_shadow >= 2
+              "mia_targets": (Int(low=2), "membership-inference targets per seed"),
+              "mia_shadows": (Int(low=2), "shadow datasets per target and side"),
+              "epsilons": (ListOf(_EPSILON, contains=(1.0,)),
+                           "DP release epsilons (must contain 1.0)"),
               # the deep Fashion-MNIST Dir(0.1) scenario, on the first deep_seeds report seeds
-              "deep_seeds": POSITIVE, "deep_rounds": POSITIVE,
-              "deep_n_train": Int(low=10), "deep_n_test": Int(low=10),  # load_image_dataset
-              "deep_methods": ListOf(OneOf(_DEEP_METHODS), contains=("pTopoFL", "pTopoFL-MA"))},
+              "deep_seeds": (POSITIVE, "report seeds of the deep Fashion-MNIST Dir(0.1) "
+                                       "scenario (from seed_start)"),
+              "deep_rounds": (POSITIVE, "its rounds (1 local epoch each)"),
+              # load_image_dataset
+              "deep_n_train": (Int(low=10), "its Fashion-MNIST training images"),
+              "deep_n_test": (Int(low=10), "its test images"),
+              "deep_methods": (ListOf(OneOf(_DEEP_METHODS), contains=("pTopoFL", "pTopoFL-MA")),
+                               "its methods (pTopoFL and pTopoFL-MA needed)")},
         shared={"seed_start": 100, "n_rounds": 10, "detect_rates": [0.2, 0.3],
                 "rates": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5], "protocols": ["ours", "paper"],
                 "attacks": ["label_flip", "noisy_label_flip"],
@@ -476,7 +585,8 @@ NOTEBOOKS: dict[str, Notebook] = {
         paper={"n_seeds": 20, "attack_seeds": 5, "attack_clients": 2, "descriptor_iters": 300,
                "mia_targets": 40, "mia_shadows": 8, "deep_seeds": 20, "deep_rounds": 10,
                "deep_n_train": 12000, "deep_n_test": 2000},
-        execution=("n_workers",)),
+        execution={"n_workers": "deep " + _RUNS_AT_ONCE},
+        profile_notes="quick (CI), cpu (committed; the same values as paper), paper"),
 }
 
 
@@ -564,6 +674,20 @@ def _check_injected(notebook: str, known: set[str]) -> None:
             "'parameters' (View > Cell Toolbar > Tags, or the cell's metadata)")
 
 
+def _tagged_cell(nb, path: Path):
+    """The one code cell of notebook ``nb`` (read from ``path``) tagged ``parameters``."""
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    tagged = [c for c in cells if "parameters" in c.metadata.get("tags", [])]
+    stale = [c for c in cells if "injected-parameters" in c.metadata.get("tags", [])]
+    if len(tagged) != 1 or stale:
+        fault = ("holds a stale 'injected-parameters' cell" if stale else
+                 f"has {len(tagged)} code cells tagged 'parameters'")
+        raise ValueError(f"notebook {path} {fault}; papermill needs exactly one, the cell "
+                         "that sets the parameters, so that its values come after it "
+                         "(tag that cell 'parameters' and no other)")
+    return tagged[0]
+
+
 def parameters_cell(path, passed=()) -> set[str]:
     """Check that the notebook at ``path`` takes papermill parameters; return their names.
 
@@ -590,16 +714,7 @@ def parameters_cell(path, passed=()) -> set[str]:
     import nbformat
 
     path = Path(path)
-    cells = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
-    tagged = [c for c in cells if "parameters" in c.metadata.get("tags", [])]
-    stale = [c for c in cells if "injected-parameters" in c.metadata.get("tags", [])]
-    if len(tagged) != 1 or stale:
-        fault = ("holds a stale 'injected-parameters' cell" if stale else
-                 f"has {len(tagged)} code cells tagged 'parameters'")
-        raise ValueError(f"notebook {path} {fault}; papermill needs exactly one, the cell "
-                         "that sets the parameters, so that its values come after it "
-                         "(tag that cell 'parameters' and no other)")
-    names = _assigned(tagged[0].source)
+    names = _assigned(_tagged_cell(nbformat.read(path, as_version=4), path).source)
     missing = sorted(set(passed) - names)
     if missing:
         raise ValueError(f"notebook {path}: its parameters cell does not set {missing}, which "
@@ -607,22 +722,91 @@ def parameters_cell(path, passed=()) -> set[str]:
     return names
 
 
-def notebook_parameters(notebook: str, profile: str = "quick", output_dir=None,
-                        **values) -> NotebookParameters:
-    """Fill a notebook's ``None`` parameters from ``profile`` and validate them all.
+def parameters_cell_source(notebook: str) -> str:
+    """The source of ``notebook``'s parameters cell, rendered from :data:`NOTEBOOKS`.
 
-    Run under papermill, it also checks the parameters papermill injected (see the
-    module doc).
+    A header comment (papermill's place, the profiles), ``profile = "quick"``, each
+    parameter of the spec then of ``execution`` ``= None`` with its help as an aligned
+    comment, and ``output_dir = None``.
 
     Parameters
     ----------
     notebook : str
         A key of :data:`NOTEBOOKS`.
-    profile : {"quick", "cpu", "paper"}
-    output_dir : path or None
-        See :func:`topofl_lib.outputs.output_dirs`.
-    **values
-        The notebook's parameters; ``None`` takes the profile's value.
+
+    Returns
+    -------
+    str
+        The cell's source (no trailing newline, as Jupyter stores it).
+    """
+    check_choice(notebook, "notebook", NOTEBOOKS)
+    declared = NOTEBOOKS[notebook]
+    helps = {**{name: text for name, (_, text) in declared.spec.items()},
+             **declared.execution, "output_dir": OUTPUT_DIR_HELP}
+    width = max(map(len, helps)) + len(" = None")
+    header = textwrap.wrap(HEADER.format(profiles=declared.profile_notes), HEADER_WIDTH,
+                           initial_indent="# ", subsequent_indent="# ",
+                           break_long_words=False, break_on_hyphens=False)
+    return "\n".join([*header, 'profile = "quick"',
+                      *(f"{f'{name} = None':<{width}}  # {text}" for name, text in helps.items())])
+
+
+def write_parameters_cell(path, notebook: str) -> bool:
+    """Rewrite the parameters cell of the notebook file ``path`` from its declaration.
+
+    Only the cell's source changes (its id, tags and the other cells stay as they are);
+    ``scripts/sync_parameters_cells.py`` runs it on every notebook of :data:`NOTEBOOKS`.
+
+    Parameters
+    ----------
+    path : str or Path
+        A notebook (``.ipynb``) with one cell tagged ``parameters``.
+    notebook : str
+        Its key in :data:`NOTEBOOKS`.
+
+    Returns
+    -------
+    bool
+        Whether the file changed.
+    """
+    import nbformat
+
+    path = Path(path)
+    nb = nbformat.read(path, as_version=4)
+    cell = _tagged_cell(nb, path)
+    source = parameters_cell_source(notebook)
+    if cell.source == source:
+        return False
+    cell.source = source
+    nbformat.write(nb, path)
+    return True
+
+
+def notebook_parameters(notebook: str, namespace: MutableMapping[str, Any]) -> NotebookParameters:
+    """Fill a notebook's ``None`` parameters from its profile, validate them all and write
+    the validated values back into ``namespace``.
+
+    A notebook calls ``cfg = notebook_parameters("<name>", globals())`` right after its
+    parameters cell. It reads ``profile``, ``output_dir`` and each declared parameter
+    (``spec`` and ``execution`` of ``NOTEBOOKS[notebook]``) from ``namespace``: a name
+    missing there counts as None, ``profile`` as ``"quick"``. Once everything is valid
+    (and only then), each declared parameter's variable in ``namespace`` holds its
+    validated value (the profile's value for a None, a list for a tuple, a float for an
+    int where a real is declared); ``profile`` and ``output_dir`` stay as they are (the
+    label and the folders are ``cfg.profile``, ``cfg.figures_dir``, ``cfg.results_dir``).
+
+    Other names in ``namespace`` are ignored: a notebook's namespace holds everything, so
+    a misspelt name cannot be told from any other variable there. Where one can come in
+    from outside, papermill, it is refused: run under papermill, this also checks what
+    papermill injected (see the module doc).
+
+    Parameters
+    ----------
+    notebook : str
+        A key of :data:`NOTEBOOKS`.
+    namespace : mutable mapping
+        The notebook's variables (``globals()``), or a dict such as
+        ``{"profile": "cpu", "n_seeds": 5, "output_dir": path}``.
 
     Returns
     -------
@@ -632,26 +816,28 @@ def notebook_parameters(notebook: str, profile: str = "quick", output_dir=None,
     ------
     TypeError, ValueError
         Naming the parameter and the value, e.g. ``betas[0] must be <= 1.0, got 2.0``;
-        also for a name the notebook does not have, given here or to papermill, and for
+        also for a name passed to papermill that the notebook does not have, and for
         papermill values that a later cell replaced (a parameters cell without its tag).
-        Nothing has been written then.
+        Nothing has been written then, ``namespace`` included.
     """
     check_choice(notebook, "notebook", NOTEBOOKS)
-    spec = NOTEBOOKS[notebook]
+    if not isinstance(namespace, MutableMapping):
+        raise TypeError(f"namespace must be a mutable mapping such as globals(), got "
+                        f"{namespace!r}")
+    declared = NOTEBOOKS[notebook]
+    profile = namespace.get("profile", "quick")
     if not isinstance(profile, str):
         raise TypeError(f"profile must be a string, got {profile!r}")
-    defaults = spec.values(profile)
-    _check_injected(notebook, {*COMMON, *defaults, *spec.execution})
-    unknown = sorted(set(values) - set(defaults) - set(spec.execution))
-    if unknown:
-        raise TypeError(f"{notebook!r} has no parameter(s) {unknown}; its parameters are "
-                        f"{sorted([*defaults, *spec.execution])}")
-    given = {k: v for k, v in values.items() if v is not None and k in defaults}
-    checked = {**defaults, **_check_values(spec.spec, given)}
+    defaults = declared.values(profile)
+    _check_injected(notebook, {*COMMON, *defaults, *declared.execution})
+    given = {k: namespace[k] for k in defaults if namespace.get(k) is not None}
+    checked = {**defaults, **_check_values(declared.checks(), given)}
     label = profile if checked == defaults else "custom"
-    for name in spec.execution:  # how it runs: never changes the label
+    for name in declared.execution:  # how it runs: never changes the label
         check, default = EXECUTION[name]
-        value = values.get(name)
+        value = namespace.get(name)
         checked[name] = default if value is None else check.check(value, name)
-    figures_dir, results_dir = output_dirs(output_dir)
-    return NotebookParameters(notebook, label, checked, figures_dir, results_dir, spec.claims)
+    figures_dir, results_dir = output_dirs(namespace.get("output_dir"))
+    namespace.update(checked)
+    return NotebookParameters(notebook, label, checked, figures_dir, results_dir,
+                              declared.claims)
