@@ -20,7 +20,6 @@ import pandas as pd
 import pytest
 
 from topofl_lib import readme_sections as rs
-from topofl_lib import results as results_module
 from topofl_lib import storage
 from topofl_lib.publish import Target, publish, write_readme_sections
 from topofl_lib.readme_sections import (
@@ -31,6 +30,7 @@ from topofl_lib.readme_sections import (
     write_readme,
 )
 from topofl_lib.results import claim_rows, load_paper_claims, write_claims
+from topofl_lib.studies.deep_ptopofl import DEEP_STAND_INS
 from topofl_lib.traceability import (
     NOT_MEASURED,
     README_ALLOWED,
@@ -88,7 +88,8 @@ def test_rendered_cells_agree_with_the_claim_rows():
     deep = next(t for t in notebook_tables(RESULTS / "notebooks" / "ptopofl_deep.ipynb")
                 if (("pTopoFL",), ("mean", "fashion_mnist-L0.1")) in t.cells)
     checked = 0
-    for key, (scenario, _) in results_module.DEEP_STAND_INS.items():
+    for key, ((dataset, partition, param), _) in DEEP_STAND_INS.items():
+        scenario = f"{dataset}-{partition}{param:g}"  # the printed table's column
         for method, mkey in (("FedAvg", "fedavg"), ("pTopoFL", "ptopofl")):
             row = claims.loc[f"ptopofl.t2.{key}.{mkey}"]
             for stat, col in (("mean", "measured_mean"), ("std", "measured_std")):

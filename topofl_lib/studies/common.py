@@ -9,8 +9,22 @@ from ..claim_keys import PROTOCOL_PREFIXES
 
 __all__ = ["per_seed", "percent", "with_protocol"]
 
+
 def with_protocol(final: pd.DataFrame, protocol: str | None) -> pd.DataFrame:
-    """``final`` with a checked ``protocol`` column (its own, or ``protocol`` for all rows)."""
+    """``final`` with a checked ``protocol`` column (its own, or ``protocol`` for all rows).
+
+    Parameters
+    ----------
+    final : pandas.DataFrame
+        A comparison's ``final`` table, with or without a ``protocol`` column.
+    protocol : {"paper", "ours"} or None
+        The protocol of every row, only for a table without the column.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``final`` with a ``protocol`` column of known protocols.
+    """
     if "protocol" in final:
         if protocol is not None:
             raise ValueError("give protocol only for a table without a 'protocol' column")
@@ -23,11 +37,41 @@ def with_protocol(final: pd.DataFrame, protocol: str | None) -> pd.DataFrame:
         raise ValueError(f"unknown protocol(s) {unknown}; expected {list(PROTOCOL_PREFIXES)}")
     return final
 
+
 def per_seed(df: pd.DataFrame, column: str, **where) -> np.ndarray:
+    """``column`` of the rows matching ``where`` (``column=value`` pairs), sorted by seed.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Rows with a ``seed`` column.
+    column : str
+        The column read.
+    **where
+        Equalities the rows must satisfy.
+
+    Returns
+    -------
+    numpy.ndarray
+        One value per matching row, in seed order.
+    """
     m = np.ones(len(df), dtype=bool)
     for key, value in where.items():
         m &= (df[key] == value).to_numpy()
     return df[m].sort_values("seed")[column].to_numpy(dtype=np.float64)
 
+
 def percent(g: pd.DataFrame) -> np.ndarray:
+    """The ``accuracy`` of ``g``'s rows in percent, in seed order.
+
+    Parameters
+    ----------
+    g : pandas.DataFrame
+        Rows with ``seed`` and ``accuracy`` (a fraction).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``100 * accuracy``, sorted by seed.
+    """
     return 100.0 * g.sort_values("seed")["accuracy"].to_numpy(dtype=np.float64)
