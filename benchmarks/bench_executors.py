@@ -14,8 +14,8 @@ Run: ``.venv/bin/python benchmarks/bench_executors.py [--workloads table1 deep]`
   clients, local test sets), FedAvg, FedProx, SCAFFOLD and pTopoFL x 5 seeds x 5 rounds
   of one local epoch: 20 runs of ~4.5-7.5 s (mean ~5.7 s) on two cores.
 
-Each workload runs with ``executor=1`` (serial), ``executor=2`` (two spawned processes,
-started inside the timed call, as a user gets them) and ``executor=`` a
+Each workload runs with ``executor=1`` (serial), ``executor=2`` (two local workers: this
+process and one spawned process, started inside the timed call, as a user gets them) and ``executor=`` a
 ``distributed.Client`` of a two-worker ``LocalCluster`` (one thread each), started
 before the timing; its start-up is printed separately. Printed per executor:
 
@@ -91,7 +91,7 @@ def start_dask(n_workers: int = 2):
 def bench(name: str, workload: dict, client) -> pd.DataFrame:
     n_runs = len(workload["seeds"]) * len(workload["variants"])
     rows, serial, reference = [], None, None
-    for label, executor, workers in (("1 worker", 1, 1), ("2 processes", 2, 2),
+    for label, executor, workers in (("1 worker", 1, 1), ("2 local workers", 2, 2),
                                      ("Dask, 2 workers", client, 2)):
         wall, result = timed(workload, executor)
         schedule = result.schedule

@@ -122,6 +122,20 @@ def test_process_workers_are_pinned_with_one_thread(processes):
     assert processes.startup_seconds == 0.0  # started now
 
 
+def test_this_process_computes_beside_the_spawned_workers(one_thread):
+    """make_executor(2): one spawned process and this one; the same results as serial."""
+    with make_executor(2) as ex:
+        assert (ex.n_workers, ex.spawned, ex.this_process) == (2, 1, True)
+        assert ex.startup_seconds == ex.startup_seconds_per_worker  # one process to start
+        assert _same_arrays(dict(ex.map_unordered(tasks.train_tiny, SEEDS)),
+                            _serial(tasks.train_tiny, SEEDS))
+        states = [s for _, s in ex.map_unordered(tasks.worker_state, [()] * 12)]
+        with pytest.raises(tasks.TaskFailed, match="task 5 failed"):
+            list(ex.map_unordered(tasks.fail_on, [(x, 5) for x in range(8)]))
+    pids = {s["pid"] for s in states}
+    assert os.getpid() in pids and len(pids) == 2  # both computed
+
+
 def test_process_executor_raises_the_tasks_error(processes):
     with pytest.raises(tasks.TaskFailed, match="task 5 failed"):
         list(processes.map_unordered(tasks.fail_on, [(x, 5) for x in range(8)]))

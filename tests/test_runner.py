@@ -13,6 +13,7 @@ from topofl_lib.deep import make_image_scenario
 from topofl_lib.deep.datasets import ImageDataset
 from topofl_lib.run_cache import RunCache, environment
 from topofl_lib.runner import SETTING_COLUMNS, run_comparison
+from topofl_lib.runner.executors import make_executor
 from topofl_lib.runner.plan import check_runs, make_plan, run_key
 
 RUNNER = Path(__file__).resolve().parent.parent / "topofl_lib" / "runner"
@@ -102,3 +103,36 @@ def test_n_workers_and_executor_are_exclusive():
     with pytest.raises(ValueError, match="n_workers or executor"):
         run_comparison("healthcare", seeds=[0], methods=["FedAvg"], n_workers=2,
                        executor=functools.partial(int), progress=False)
+
+
+def test_a_dask_cluster_gives_the_serial_numbers_and_fills_the_store(tmp_path):
+    """A real two-worker Dask cluster: the same numbers as one process, every run written
+    to the store by the worker that computed it, and a second call resumes from it."""
+    distributed = pytest.importorskip("distributed")
+    kw = {"seeds": [0, 1, 2], "methods": ["FedAvg", "pTopoFL", "FedProx"], "n_rounds": 3,
+          "progress": False, "scenario_params": {"n_clients": 4, "n_adversarial": 1}}
+    serial = run_comparison("healthcare", **kw)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        res = run_comparison("healthcare", executor=client, cache_dir=tmp_path, **kw)
+    pd.testing.assert_frame_equal(res.final, serial.final, check_exact=True)
+    pd.testing.assert_frame_equal(res.curves, serial.curves, check_exact=True)
+    assert res.schedule.mode == "parallel" and res.devices == ("cpu",)
+    assert len(list(tmp_path.glob("*.npz"))) == 9
+    again = run_comparison("healthcare", cache_dir=tmp_path, **kw)
+    assert again.schedule is None  # nothing computed: every run read from the store
+    pd.testing.assert_frame_equal(again.final, serial.final, check_exact=True)
+
+
+def test_local_workers_give_the_serial_numbers(tmp_path):
+    """n_workers=2 (this process and a spawned one) and n_workers=1 agree exactly."""
+    kw = {"seeds": range(4), "methods": ["FedAvg", "pTopoFL"], "n_rounds": 3,
+          "progress": False, "scenario_params": {"n_clients": 4, "n_adversarial": 1}}
+    one = run_comparison("healthcare", **kw)
+    local = make_executor(2)
+    local.startup_seconds_per_worker = 0.0  # parallel, however short the runs
+    two = run_comparison("healthcare", executor=local, **kw)
+    assert two.schedule.mode == "parallel", two.schedule
+    pd.testing.assert_frame_equal(two.final, one.final, check_exact=True)
+    pd.testing.assert_frame_equal(two.curves, one.curves, check_exact=True)

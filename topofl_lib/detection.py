@@ -17,7 +17,7 @@ is adversarial, its latent type and its cluster. From that table:
 * :func:`per_seed_detection`: the same rates and the ROC AUC within each seed (the
   per-seed values the claim rows average).
 
-:func:`topofl_lib.experiments.label_aware_comparison` runs pTopoFL with each descriptor
+:func:`topofl_lib.studies.label_aware.label_aware_comparison` runs pTopoFL with each descriptor
 beside FedAvg and the robust aggregators on the label-flip sweep, under our data protocol
 and the paper's.
 
@@ -437,7 +437,7 @@ def drift_runs(
     pTopoFL (no re-clustering) is fitted on :func:`~topofl_lib.data.make_continual` with
     each descriptor; a client's ``drift`` score is the largest drift statistic
     (:class:`~topofl_lib.federated.PTopoFL`'s ``drift_statistic_``) from the shift round
-    on, as :func:`~topofl_lib.experiments.continual_experiment` judges detection.
+    on, as :func:`~topofl_lib.studies.continual.continual_experiment` judges detection.
     Columns: scenario (``"continual"``), descriptor, seed, client, shifted, drift,
     final_auc. ROC: ``roc_table(runs, "drift", "shifted")``.
 

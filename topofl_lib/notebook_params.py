@@ -376,7 +376,7 @@ def _check_values(checks: Mapping[str, Any], values: Mapping[str, Any], context:
 POSITIVE = Int(low=1)
 #: Parameters that choose how a notebook runs, not what it measures: name -> (spec,
 #: default). ``n_workers``: runs executed at once, each in its own process with one torch
-#: thread (:func:`topofl_lib.experiments.run_comparison`; results are identical for any
+#: thread (:func:`topofl_lib.runner.run_comparison`; results are identical for any
 #: value).
 EXECUTION: dict[str, tuple[Any, Any]] = {"n_workers": (POSITIVE, 1)}
 _RUNS_AT_ONCE = "runs at once (processes, one torch thread each); no number depends on it"

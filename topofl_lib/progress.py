@@ -5,7 +5,7 @@ process of its own whose output goes into the executed notebook, not to the term
 Three pieces carry its runs' progress out:
 
 * :class:`RunProgress`, what the runner
-  (:func:`topofl_lib.experiments.run_comparison`) counts its runs with: a tqdm bar in
+  (:func:`topofl_lib.runner.run_comparison`) counts its runs with: a tqdm bar in
   the calling process (the notebook's output) and, when the environment variable
   :data:`ENV_PROGRESS` (``TOPOFL_PROGRESS_FILE``) names a file, a small JSON status
   record there (:func:`write_progress`: a temporary file renamed over it, so a reader

@@ -88,7 +88,7 @@ def claim_rows(values: Mapping[str, np.ndarray], profile: str,
     ``notes`` (``{claim id: text}``) marks rows measured in a different setting than the
     paper's, e.g. a stand-in dataset. Raises ``ValueError`` for an id that is not in the
     claims table, so a typo cannot silently drop a measurement. A NaN value is a seed whose
-    run diverged (:func:`~topofl_lib.experiments.run_comparison` with
+    run diverged (:func:`~topofl_lib.runner.run_comparison` with
     ``on_divergence="record"``): the mean and std are over the finite values, ``n_seeds``
     counts them, and the note says how many seeds diverged; an id whose every value is NaN
     gets a NaN mean and ``n_seeds`` 0. An infinite value raises ``ValueError``.

@@ -1,6 +1,6 @@
 """A store of finished runs on disk, so long multi-seed experiments resume.
 
-:func:`topofl_lib.experiments.run_comparison` with ``cache_dir=`` saves every finished
+:func:`topofl_lib.runner.run_comparison` with ``cache_dir=`` saves every finished
 run (one method on one seed) as one data-only file (:mod:`topofl_lib.storage`: JSON and
 NumPy arrays, never a pickle, so opening a stored run cannot run code), written
 atomically (to a temporary file in the same folder, then ``os.replace``), and skips the

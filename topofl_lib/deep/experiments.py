@@ -1,7 +1,7 @@
 """Method configurations and multi-seed runners for the deep experiments.
 
 :func:`deep_variants` turns method labels into ``{label: (method, params)}`` for
-:func:`topofl_lib.experiments.run_comparison` (one runner for every experiment), with
+:func:`topofl_lib.runner.run_comparison` (one runner for every experiment), with
 the protocol of FedTopo Table C.3 (SGD lr 0.01, momentum 0.9, batch 32) unless
 overridden. Labels:
 

@@ -86,8 +86,9 @@ def run_comparison(
         computed it, and stored runs are reused, so an interrupted experiment resumes
         where it stopped. ``None``: no store.
     n_workers : int, default=1
-        Local worker processes (each with one torch thread); the numbers are the same
-        as with one worker. Short runs stay serial (see ``result.schedule``). A callable
+        Runs computed at once on this machine: in this process and in ``n_workers - 1``
+        spawned ones (each with one torch thread); the numbers are the same as with one
+        worker. Short runs stay serial (see ``result.schedule``). A callable
         ``scenario`` must then be picklable (a module-level function or a
         ``functools.partial`` of one).
     on_divergence : {"raise", "record"}, default="raise"

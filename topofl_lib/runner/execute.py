@@ -91,7 +91,7 @@ def execute(plan: Plan, spec: RunSpec, executor: Executor,
     if not todo:
         return
     here = executor.name != "dask"  # a Dask cluster computes every run, the pilot too
-    try:
+    try:  # this process runs pinned to the plan's device (it may compute in parallel too)
         with pinned(spec.device) if here else nullcontext():
             record, seconds = _pilot(spec, todo[0], executor)
             yield todo[0][0], todo[0][1], record
@@ -102,8 +102,8 @@ def execute(plan: Plan, spec: RunSpec, executor: Executor,
                 for item in todo[1:]:
                     (record,) = run_batch(spec, [item])
                     yield item[0], item[1], record
-                return
-        yield from _parallel(spec, todo[1:], executor, schedule)
+            else:
+                yield from _parallel(spec, todo[1:], executor, schedule)
     finally:
         forget_scenarios()
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import abc
 import sys
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from numbers import Integral
 from typing import Any, ClassVar
@@ -159,7 +160,8 @@ def _start_worker(devices) -> None:
 
 
 class ProcessExecutor(Executor):
-    """``n_workers`` spawned processes, each with one torch thread and one device.
+    """``n_workers`` local workers: spawned processes, each with one torch thread and one
+    device, and optionally this process.
 
     The processes start when the first call is submitted (constructing the executor
     costs nothing) and stay until :meth:`close`.
@@ -167,10 +169,16 @@ class ProcessExecutor(Executor):
     Parameters
     ----------
     n_workers : int
-        Processes.
+        Calls computed at once.
     devices : sequence of str, optional
-        Worker ``k`` is pinned to ``devices[k % len(devices)]``; default: every worker
-        on the CPU.
+        Spawned worker ``k`` is pinned to ``devices[k % len(devices)]``; default: every
+        worker on the CPU.
+    this_process : bool, default=False
+        This process is one of the ``n_workers``: ``n_workers - 1`` processes are
+        spawned, and this process computes calls while they run (it is otherwise idle,
+        waiting for them: on a machine with as many cores as workers, one core would
+        sit unused while the pool starts and at the end). The caller pins this process
+        to its device.
     """
 
     name = "processes"
@@ -179,18 +187,26 @@ class ProcessExecutor(Executor):
     startup_seconds_per_worker = 1.5
     startup_phrase = "starting {n} worker processes"
 
-    def __init__(self, n_workers: int, devices: Sequence[str] | None = None):
+    def __init__(self, n_workers: int, devices: Sequence[str] | None = None,
+                 this_process: bool = False):
         self.n_workers = check_int(n_workers, "n_workers", low=1)
         devices = ["cpu"] if devices is None else list(devices)
         if not devices:
             raise ValueError("devices must name at least one device, got an empty sequence")
         self.devices = tuple(check_device(d) for d in devices)
+        self.this_process = bool(this_process)
         self._pool = None
+
+    @property
+    def spawned(self) -> int:
+        """The number of processes spawned (``n_workers``, less this process)."""
+        return self.n_workers - self.this_process
 
     @property
     def startup_seconds(self) -> float:
         """Estimated start-up seconds; 0 once the processes are running."""
-        return 0.0 if self._pool is not None else super().startup_seconds
+        return (0.0 if self._pool is not None or not self.spawned
+                else self.startup_seconds_per_worker * self.spawned)
 
     def _start(self):
         import multiprocessing
@@ -198,15 +214,15 @@ class ProcessExecutor(Executor):
 
         ctx = multiprocessing.get_context("spawn")
         queue = ctx.Queue()
-        for k in range(self.n_workers):
-            queue.put(self.devices[k % len(self.devices)])
-        self._pool = ProcessPoolExecutor(self.n_workers, mp_context=ctx,
+        for k in range(self.spawned):
+            queue.put(self.devices[(k + self.this_process) % len(self.devices)])
+        self._pool = ProcessPoolExecutor(self.spawned, mp_context=ctx,
                                          initializer=_start_worker, initargs=(queue,))
         return self._pool
 
     def map_unordered(self, fn: Callable, args_list: Iterable[Sequence]
                       ) -> Iterator[tuple[int, Any]]:
-        """Run the calls on the worker processes; see :meth:`Executor.map_unordered`.
+        """Run the calls on the workers; see :meth:`Executor.map_unordered`.
 
         Parameters
         ----------
@@ -220,13 +236,22 @@ class ProcessExecutor(Executor):
         tuple of (int, object)
             ``(index, result)`` as each call finishes.
         """
-        from concurrent.futures import as_completed
-
+        if not self.spawned:
+            yield from SerialExecutor().map_unordered(fn, args_list)
+            return
         pool = self._pool or self._start()
-        futures = {pool.submit(fn, *args): i for i, args in enumerate(args_list)}
+        todo = deque(enumerate(args_list))
+        futures: dict = {}
         try:
-            for fut in as_completed(futures):
-                yield futures[fut], fut.result()
+            while todo or futures:
+                # every spawned worker: one call running and one queued behind it
+                while todo and len(futures) < 2 * self.spawned:
+                    i, args = todo.popleft()
+                    futures[pool.submit(fn, *args)] = i
+                yield from _finished(futures, block=not (self.this_process and todo))
+                if self.this_process and todo:
+                    i, args = todo.pop()  # this process works from the other end
+                    yield i, fn(*args)
         finally:  # an error, or the caller stopped early: drop what has not started
             for fut in futures:
                 fut.cancel()
@@ -374,6 +399,18 @@ def _dask_object(value) -> str | None:
     return "cluster" if isinstance(value, Cluster) else None
 
 
+def _finished(futures: dict, block: bool) -> Iterator[tuple[int, Any]]:
+    """Pop and yield ``(index, result)`` of the finished ``futures`` (waiting for one when
+    ``block`` and none has finished)."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    done = [f for f in futures if f.done()]
+    if not done and block and futures:
+        done = list(wait(futures, return_when=FIRST_COMPLETED).done)
+    for fut in done:
+        yield futures.pop(fut), fut.result()
+
+
 def make_executor(executor, devices: Sequence[str] | None = None) -> Executor:
     """The executor that ``executor=`` asks for.
 
@@ -381,8 +418,9 @@ def make_executor(executor, devices: Sequence[str] | None = None) -> Executor:
     ----------
     executor : int, str, distributed.Client, Dask cluster or Executor
         ``1``: :class:`SerialExecutor`; ``n > 1``: :class:`ProcessExecutor` with ``n``
-        processes; a Dask scheduler address (``"tcp://..."``, ``"tls://..."``,
-        ``"ucx://..."``, ``"inproc://..."``), a ``distributed.Client`` or a cluster object
+        workers, this process and ``n - 1`` spawned ones; a Dask scheduler address
+        (``"tcp://..."``, ``"tls://..."``, ``"ucx://..."``, ``"inproc://..."``), a
+        ``distributed.Client`` or a cluster object
         (``LocalCluster``, a ``dask_jobqueue`` cluster): :class:`DaskExecutor`; an
         :class:`Executor` is returned as it is.
     devices : sequence of str, optional
@@ -411,7 +449,7 @@ def make_executor(executor, devices: Sequence[str] | None = None) -> Executor:
             raise ValueError(f"executor must be a number of workers >= 1, got {executor!r}")
         if executor == 1:
             return SerialExecutor(None if not devices else devices[0])
-        return ProcessExecutor(int(executor), devices)
+        return ProcessExecutor(int(executor), devices, this_process=True)
     if isinstance(executor, str):
         if executor.startswith(DASK_SCHEMES):
             return DaskExecutor(address=executor, devices=devices)

@@ -81,7 +81,7 @@ def ablation_claim_values(final: pd.DataFrame, protocol: str | None = None
     ----------
     final : pandas.DataFrame
         The variants run's ``final`` table (labels of
-        :data:`topofl_lib.experiments.ABLATIONS`); both protocols may be concatenated.
+        :data:`topofl_lib.studies.ablation.ABLATIONS`); both protocols may be concatenated.
     protocol : {"paper", "ours"}, optional
         The protocol of every row, for a table without a ``protocol`` column.
 

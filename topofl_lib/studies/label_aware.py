@@ -42,11 +42,11 @@ def label_aware_comparison(
 
     For each attack, protocol (``make_healthcare(attack=..., protocol=...)``) and rate,
     ``round(rate * n_clients)`` hospitals attack (by default they flip their labels,
-    the robustness sweep's attack) and :func:`~topofl_lib.experiments.run_comparison`
+    the robustness sweep's attack) and :func:`~topofl_lib.runner.run_comparison`
     runs pTopoFL (tau ``tau``) with each descriptor option, labelled
     :data:`PTOPOFL_LABELS`, and the ``baselines``. Returns the runs' ``final`` table
     with ``attack``, ``protocol`` and ``rate`` columns; pair methods within an (attack,
-    protocol, rate) with :func:`~topofl_lib.experiments.paired_differences`. A rate with
+    protocol, rate) with :func:`~topofl_lib.statistics.paired_differences`. A rate with
     no adversarial hospital is run once per protocol (the attack changes nothing there)
     and its rows are repeated under each attack.
 
@@ -154,8 +154,9 @@ def label_aware_claim_values(detection: pd.DataFrame | None = None,
     Parameters
     ----------
     detection : DataFrame, optional
-        :func:`~topofl_lib.detection.per_seed_detection` of detection runs (scenarios
-        ``"<attack> <rate>"``): ``topofl.cc.detect.<rate%>.<desc>.tpr`` / ``.fpr``
+        :func:`~topofl_lib.detection.per_seed_detection` of detection runs (with the
+        setting columns attack, protocol, rate, flip_fraction):
+        ``topofl.cc.detect.<rate%>.<desc>.tpr`` / ``.fpr``
         (tau 1.8), ``.tpr.tau1`` / ``.fpr.tau1`` (tau 1.0), ``.rocauc`` for the label
         flip, ``topofl.cc.detect.noisy.<rate%>.<desc>.*`` for the noisy label flip,
         ``topofl.cc.detect.paper.<rate%>.<desc>.*`` for the paper protocol's flip and
@@ -165,7 +166,7 @@ def label_aware_claim_values(detection: pd.DataFrame | None = None,
         :func:`~topofl_lib.detection.cluster_recovery` of the same runs:
         ``topofl.cc.ari.<rate%>.<desc>`` (ARI) and ``.ari90`` (ARI >= 0.9, 0/1).
     final : DataFrame, optional
-        :func:`~topofl_lib.experiments.label_aware_comparison`:
+        :func:`~topofl_lib.studies.label_aware.label_aware_comparison`:
         ``topofl.cc.auc.<protocol>.<rate%>.<method>`` for the label flip (every row
         when there is no ``attack`` column), ``topofl.cc.auc.noisy.<protocol>.<rate%>.
         <method>`` for the noisy label flip.

@@ -263,12 +263,12 @@ def table1_claim_values(final: pd.DataFrame, protocol: str | None = None
     Parameters
     ----------
     final : pandas.DataFrame
-        The ``final`` table of :func:`~topofl_lib.experiments.table1_comparison`
+        The ``final`` table of :func:`~topofl_lib.studies.table1.table1_comparison`
         (columns ``protocol, scenario, method, seed`` and the metrics); results of both
         protocols may be concatenated.
     protocol : {"paper", "ours"}, optional
         The protocol of every row, for a table without a ``protocol`` column (e.g. from
-        :func:`~topofl_lib.experiments.run_comparison`).
+        :func:`~topofl_lib.runner.run_comparison`).
 
     Returns
     -------

@@ -118,7 +118,7 @@ def paired_difference_plot(paired: pd.DataFrame, reference: str = "pTopoFL",
     ----------
     paired : pandas.DataFrame
         Indexed by baseline, with ``mean_diff``, ``ci_low`` and ``ci_high`` (as from
-        :func:`~topofl_lib.experiments.paired_differences`).
+        :func:`~topofl_lib.statistics.paired_differences`).
     reference : str, default="pTopoFL"
         The method the differences are taken from (used in the default title).
     title : str, optional
