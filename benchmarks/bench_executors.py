@@ -15,9 +15,11 @@ Run: ``.venv/bin/python benchmarks/bench_executors.py [--workloads table1 deep]`
   of one local epoch: 20 runs of ~4.5-7.5 s (mean ~5.7 s) on two cores.
 
 Each workload runs with ``executor=1`` (serial), ``executor=2`` (two local workers: this
-process and one spawned process, started inside the timed call, as a user gets them) and ``executor=`` a
+process and one spawned process, started inside the timed call, as a user gets them) and
+``executor=`` a
 ``distributed.Client`` of a two-worker ``LocalCluster`` (one thread each), started
-before the timing; its start-up is printed separately. Printed per executor:
+after every local timing (a Dask client leaves threads in this process that slow later
+local timings down); its start-up is printed separately. Printed per executor:
 
 * wall seconds of ``run_comparison`` and the speed-up over the serial call;
 * overhead per run, ``(wall * workers - serial wall) / runs``: the worker-seconds each
@@ -88,22 +90,16 @@ def start_dask(n_workers: int = 2):
     return cluster, client, time.perf_counter() - t0
 
 
-def bench(name: str, workload: dict, client) -> pd.DataFrame:
-    n_runs = len(workload["seeds"]) * len(workload["variants"])
-    rows, serial, reference = [], None, None
-    for label, executor, workers in (("1 worker", 1, 1), ("2 local workers", 2, 2),
-                                     ("Dask, 2 workers", client, 2)):
-        wall, result = timed(workload, executor)
-        schedule = result.schedule
-        used = workers if schedule.mode == "parallel" else 1
-        if serial is None:
-            serial, reference = wall, result.final
-        else:
-            pd.testing.assert_frame_equal(result.final, reference, check_exact=True)
-        rows.append({"executor": label, "wall s": wall, "speed-up": serial / wall,
-                     "overhead s/run": (wall * used - serial) / n_runs,
-                     "schedule": f"{schedule.mode}, batch {schedule.batch_size}",
-                     "reason": schedule.reason})
+def _row(label: str, workers: int, wall: float, result, serial: float, n_runs: int) -> dict:
+    schedule = result.schedule
+    used = workers if schedule.mode == "parallel" else 1
+    return {"executor": label, "wall s": wall, "speed-up": serial / wall,
+            "overhead s/run": (wall * used - serial) / n_runs,
+            "schedule": f"{schedule.mode}, batch {schedule.batch_size}",
+            "reason": schedule.reason}
+
+
+def _print(name: str, rows: list, serial: float, n_runs: int) -> None:
     table = pd.DataFrame(rows).set_index("executor")
     print(f"\n{name}: {n_runs} runs, ~{serial / n_runs:.3g} s each serially; final tables "
           "identical across executors")
@@ -111,7 +107,6 @@ def bench(name: str, workload: dict, client) -> pd.DataFrame:
         print(table.drop(columns="reason").round(3).to_string())
         for label, reason in table["reason"].items():
             print(f"  {label}: {reason}")
-    return table
 
 
 def main(argv=None) -> None:
@@ -119,14 +114,30 @@ def main(argv=None) -> None:
     parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS),
                         default=list(WORKLOADS))
     args = parser.parse_args(argv)
-    cluster, client, startup = start_dask(2)
-    print(f"Dask LocalCluster (2 worker processes, 1 thread each) started in {startup:.2f} s "
-          "(not in the timings below)")
     print("overhead s/run = (wall x workers used - serial wall) / runs: worker-seconds per "
           "run beyond the serial work (workers used: 1 when the runner stayed serial)")
+    loads = {name: WORKLOADS[name]() for name in args.workloads}
+    done = {}
+    # every local timing first: a Dask client leaves threads in this process that slow
+    # the later local timings down
+    for name, workload in loads.items():
+        n_runs = len(workload["seeds"]) * len(workload["variants"])
+        serial, reference = timed(workload, 1)
+        local, result = timed(workload, 2)
+        pd.testing.assert_frame_equal(result.final, reference.final, check_exact=True)
+        done[name] = (n_runs, serial, reference,
+                      [_row("1 worker", 1, serial, reference, serial, n_runs),
+                       _row("2 local workers", 2, local, result, serial, n_runs)])
+    cluster, client, startup = start_dask(2)
+    print(f"Dask LocalCluster (2 worker processes, 1 thread each) started in {startup:.2f} s "
+          "(not in the timings)")
     try:
-        for name in args.workloads:
-            bench(name, WORKLOADS[name](), client)
+        for name, workload in loads.items():
+            n_runs, serial, reference, rows = done[name]
+            wall, result = timed(workload, client)
+            pd.testing.assert_frame_equal(result.final, reference.final, check_exact=True)
+            rows.append(_row("Dask, 2 workers", 2, wall, result, serial, n_runs))
+            _print(name, rows, serial, n_runs)
     finally:
         client.close()
         cluster.close()

@@ -123,17 +123,25 @@ def test_process_workers_are_pinned_with_one_thread(processes):
 
 
 def test_this_process_computes_beside_the_spawned_workers(one_thread):
+    import multiprocessing
+
     """make_executor(2): one spawned process and this one; the same results as serial."""
     with make_executor(2) as ex:
         assert (ex.n_workers, ex.spawned, ex.this_process) == (2, 1, True)
         assert ex.startup_seconds == ex.startup_seconds_per_worker  # one process to start
         assert _same_arrays(dict(ex.map_unordered(tasks.train_tiny, SEEDS)),
                             _serial(tasks.train_tiny, SEEDS))
-        states = [s for _, s in ex.map_unordered(tasks.worker_state, [()] * 12)]
+        with multiprocessing.get_context("spawn").Manager() as manager:
+            barrier = manager.Barrier(2)  # two calls that wait for each other
+            states = [s for _, s in ex.map_unordered(tasks.meet_at_barrier,
+                                                     [(barrier,), (barrier,)])]
         with pytest.raises(tasks.TaskFailed, match="task 5 failed"):
             list(ex.map_unordered(tasks.fail_on, [(x, 5) for x in range(8)]))
-    pids = {s["pid"] for s in states}
-    assert os.getpid() in pids and len(pids) == 2  # both computed
+        assert dict(ex.map_unordered(tasks.square_plus, PAIRS)) == _serial(
+            tasks.square_plus, PAIRS)  # usable again after a failed map
+    assert {s["pid"] for s in states} == {os.getpid(), states[1 - [
+        s["pid"] for s in states].index(os.getpid())]["pid"]}
+    assert len({s["pid"] for s in states}) == 2  # this process and the spawned one
 
 
 def test_process_executor_raises_the_tasks_error(processes):
@@ -304,22 +312,26 @@ class StubExecutor:
 
 def test_schedule_serial_when_workers_do_not_pay():
     s = choose_schedule(99, 0.026, ProcessExecutor(2))
-    assert s == Schedule("serial", 1, "serial: 99 runs of ~0.026 s (2.6 s) cost less than "
+    assert s == Schedule("serial", 1, "serial: 99 runs of ~0.026 s (2.6 s) do not pay for "
                                       "starting 2 worker processes (~3 s)")
+    # below PAYOFF times the start-up: serial (the hand-overs would eat the gain)
+    assert choose_schedule(999, 0.026, ProcessExecutor(2)).mode == "serial"
     assert choose_schedule(10_000, 5.0, SerialExecutor()).reason == (
         "serial: 10000 runs of ~5 s, and the serial executor has 1 worker")
     assert choose_schedule(0, 5.0, StubExecutor()).mode == "serial"
 
 
 def test_schedule_parallel_batches():
-    s = choose_schedule(400, 0.026, StubExecutor())
+    s = choose_schedule(400, 0.026, StubExecutor(startup_seconds=0.5))
     assert (s.mode, s.batch_size) == ("parallel", math.ceil(0.5 / 0.026)) == ("parallel", 20)
     assert s.reason == ("parallel: 400 runs of ~0.026 s (10 s) on 2 workers "
-                        "(processes, start-up ~3 s), 20 runs per task")
+                        "(processes, start-up ~0.5 s), 20 runs per task")
     assert choose_schedule(19, 8.0, StubExecutor()).batch_size == 1  # long runs: one a task
-    assert choose_schedule(100, 0.1, StubExecutor()).batch_size == 5
+    assert choose_schedule(100, 0.1, StubExecutor(startup_seconds=0.5)).batch_size == 5
+    # the start-up estimate read before the workers were started
+    assert choose_schedule(100, 0.1, StubExecutor(), startup=0.5).mode == "parallel"
     # at most ceil(n_runs / n_workers): every worker gets work
-    assert choose_schedule(10, 0.01, StubExecutor(startup_seconds=0.05)).batch_size == 5
+    assert choose_schedule(10, 0.01, StubExecutor(startup_seconds=0.005)).batch_size == 5
     assert choose_schedule(7, 0.0, StubExecutor(n_workers=3, startup_seconds=0.0)
                            ).batch_size == 3
 

@@ -1,6 +1,7 @@
 """Execute a plan: a pilot run here, then the rest serially or batched on an executor.
 
-The first run to compute is a *pilot*, run in this process and timed; from its time,
+The first two runs to compute are *pilots*, run in this process and timed (the first
+pays one-time costs: imports, compilation); from the second's time,
 :func:`~topofl_lib.runner.schedule.choose_schedule` decides whether the remaining runs
 stay serial (short runs do not pay for starting workers) or go to the executor in
 batches (each batch long enough to pay for handing it over). Records are yielded as
@@ -93,17 +94,21 @@ def execute(plan: Plan, spec: RunSpec, executor: Executor,
     here = executor.name != "dask"  # a Dask cluster computes every run, the pilot too
     try:  # this process runs pinned to the plan's device (it may compute in parallel too)
         with pinned(spec.device) if here else nullcontext():
-            record, seconds = _pilot(spec, todo[0], executor)
-            yield todo[0][0], todo[0][1], record
-            schedule = choose_schedule(len(todo) - 1, seconds, executor)
+            startup = executor.startup_seconds
+            pilots = todo[:2] if len(todo) > 2 else todo[:1]  # the second: warm
+            for item in pilots:
+                record, seconds = _pilot(spec, item, executor)
+                yield item[0], item[1], record
+            rest = todo[len(pilots):]
+            schedule = choose_schedule(len(rest), seconds, executor, startup)
             if schedule_out is not None:
                 schedule_out.append(schedule)
             if schedule.mode == "serial" and here:
-                for item in todo[1:]:
+                for item in rest:
                     (record,) = run_batch(spec, [item])
                     yield item[0], item[1], record
             else:
-                yield from _parallel(spec, todo[1:], executor, schedule)
+                yield from _parallel(spec, rest, executor, schedule)
     finally:
         forget_scenarios()
 

@@ -151,12 +151,29 @@ class SerialExecutor(Executor):
         return f"SerialExecutor(device={self.device!r})"
 
 
-def _start_worker(devices) -> None:
-    """A worker process's initializer: one torch thread, and the next device of the queue."""
+_QUEUES: list = []  # in a spawned worker: the shared (calls, results) queues
+
+
+def _start_worker(devices, calls=None, results=None) -> None:
+    """A worker process's initializer: one torch thread, the next device of the queue, and
+    the shared queues it takes calls from (see :func:`_serve`)."""
     import torch
 
     torch.set_num_threads(1)
     pin_device(devices.get(timeout=60))
+    _QUEUES[:] = [calls, results]
+
+
+def _serve() -> None:
+    """A spawned worker's loop: take calls from the shared queue until a ``None``; put
+    ``(token, index, ok, result or exception)`` on the results queue."""
+    calls, results = _QUEUES
+    while (item := calls.get()) is not None:
+        token, i, fn, args = item
+        try:
+            results.put((token, i, True, fn(*args)))
+        except Exception as exc:  # noqa: BLE001 (handed to the caller, who raises it)
+            results.put((token, i, False, exc))
 
 
 class ProcessExecutor(Executor):
@@ -216,13 +233,19 @@ class ProcessExecutor(Executor):
         queue = ctx.Queue()
         for k in range(self.spawned):
             queue.put(self.devices[(k + self.this_process) % len(self.devices)])
+        self._queues = (ctx.Queue(), ctx.Queue()) if self.this_process else (None, None)
         self._pool = ProcessPoolExecutor(self.spawned, mp_context=ctx,
-                                         initializer=_start_worker, initargs=(queue,))
+                                         initializer=_start_worker,
+                                         initargs=(queue, *self._queues))
         return self._pool
 
     def map_unordered(self, fn: Callable, args_list: Iterable[Sequence]
                       ) -> Iterator[tuple[int, Any]]:
         """Run the calls on the workers; see :meth:`Executor.map_unordered`.
+
+        With ``this_process``, the calls go to one shared queue that every worker, this
+        process included, takes the next call from when it is free (no worker idles while
+        another has calls waiting).
 
         Parameters
         ----------
@@ -238,23 +261,59 @@ class ProcessExecutor(Executor):
         """
         if not self.spawned:
             yield from SerialExecutor().map_unordered(fn, args_list)
-            return
+        elif self.this_process:
+            yield from self._shared(fn, list(args_list))
+        else:
+            yield from self._pushed(fn, args_list)
+
+    def _pushed(self, fn: Callable, args_list: Iterable[Sequence]):
+        from concurrent.futures import as_completed
+
         pool = self._pool or self._start()
-        todo = deque(enumerate(args_list))
-        futures: dict = {}
+        futures = {pool.submit(fn, *args): i for i, args in enumerate(args_list)}
         try:
-            while todo or futures:
-                # every spawned worker: one call running and one queued behind it
-                while todo and len(futures) < 2 * self.spawned:
-                    i, args = todo.popleft()
-                    futures[pool.submit(fn, *args)] = i
-                yield from _finished(futures, block=not (self.this_process and todo))
-                if self.this_process and todo:
-                    i, args = todo.pop()  # this process works from the other end
-                    yield i, fn(*args)
+            for fut in as_completed(futures):
+                yield futures[fut], fut.result()
         finally:  # an error, or the caller stopped early: drop what has not started
             for fut in futures:
                 fut.cancel()
+
+    def _shared(self, fn: Callable, args_list: list):
+        import uuid
+
+        pool = self._pool or self._start()
+        calls, results = self._queues
+        token, left = uuid.uuid4().hex, len(args_list)
+        mine = deque(enumerate(args_list))  # the calls not yet handed to the workers
+        serving = [pool.submit(_serve) for _ in range(self.spawned)]
+        handed = 0  # calls on the shared queue or running in a worker
+        try:
+            while left:
+                # each worker: one call running and one waiting on the shared queue
+                while mine and handed < 2 * self.spawned:
+                    i, args = mine.popleft()
+                    calls.put((token, i, fn, args))
+                    handed += 1
+                    if not mine:  # every call handed: the workers stop when done
+                        for _ in serving:
+                            calls.put(None)
+                item = mine.pop() if mine else _take(calls)  # this process's next call
+                if item is not None:
+                    i, args = item if len(item) == 2 else (item[1], item[3])
+                    handed -= len(item) != 2
+                    yield i, fn(*args)
+                    left -= 1
+                for i, result in _results(results, token, serving, block=item is None):
+                    handed -= 1
+                    yield i, result
+                    left -= 1
+        finally:  # done, failed or stopped early: no call or stop signal is left behind
+            _drain(calls)
+            for _ in serving:
+                calls.put(None)
+            for fut in serving:
+                fut.result()
+            _drain(calls)
 
     def close(self) -> None:
         """Stop the worker processes (a later call starts new ones)."""
@@ -364,9 +423,19 @@ class DaskExecutor(Executor):
 
         self._register_plugin()
         client = self.client
+        args_list = [tuple(args) for args in args_list]
+        # an argument shared by several calls (a comparison's spec, with its data) is sent
+        # to the cluster once, not once per call
+        counts: dict = {}
+        for args in args_list:
+            for a in args:
+                counts[id(a)] = (a, counts.get(id(a), (a, 0))[1] + 1)
+        sent = {k: client.scatter(a, hash=False) for k, (a, n) in counts.items() if n > 1
+                and not isinstance(a, (int, float, str, bool, type(None)))}
         futures = {}
         for i, args in enumerate(args_list):
-            fut = client.submit(run_pinned, fn, tuple(args), pure=False)
+            args = tuple(sent.get(id(a), a) for a in args)
+            fut = client.submit(run_pinned, fn, args, pure=False)
             futures[fut.key] = (i, fut)
         try:
             for fut in as_completed([f for _, f in futures.values()]):
@@ -399,16 +468,52 @@ def _dask_object(value) -> str | None:
     return "cluster" if isinstance(value, Cluster) else None
 
 
-def _finished(futures: dict, block: bool) -> Iterator[tuple[int, Any]]:
-    """Pop and yield ``(index, result)`` of the finished ``futures`` (waiting for one when
-    ``block`` and none has finished)."""
-    from concurrent.futures import FIRST_COMPLETED, wait
+def _take(calls):
+    """The next ``(token, index, fn, args)`` of the shared queue; ``None`` when every call
+    is taken (the stop signal found is put back for a worker)."""
+    import queue
 
-    done = [f for f in futures if f.done()]
-    if not done and block and futures:
-        done = list(wait(futures, return_when=FIRST_COMPLETED).done)
-    for fut in done:
-        yield futures.pop(fut), fut.result()
+    try:
+        item = calls.get_nowait()
+    except queue.Empty:
+        return None
+    if item is None:
+        calls.put(None)
+    return item
+
+
+def _drain(calls) -> None:
+    """Empty the shared queue of calls and stop signals (those this process put flushed
+    first)."""
+    import queue
+
+    while True:
+        try:
+            calls.get(timeout=0.01)
+        except queue.Empty:
+            return
+
+
+def _results(results, token: str, serving: list, block: bool) -> Iterator[tuple[int, Any]]:
+    """``(index, result)`` of this map's calls the workers finished (a call's exception is
+    raised; with ``block``, wait up to 0.1 s for the first, since a call may still reach the
+    shared queue for this process to take; a worker process that died ends the map)."""
+    import queue
+
+    while True:
+        try:
+            tok, i, ok, value = results.get(timeout=0.1) if block else results.get_nowait()
+        except queue.Empty:
+            for fut in serving:
+                if fut.done():
+                    fut.result()  # raises when the worker process died
+            return
+        if tok != token:  # a result of an earlier map that stopped early
+            continue
+        if not ok:
+            raise value
+        yield i, value
+        block = False
 
 
 def make_executor(executor, devices: Sequence[str] | None = None) -> Executor:

@@ -24,6 +24,10 @@ __all__ = ["MIN_BATCH_SECONDS", "SCHEDULE_MODES", "Schedule", "choose_schedule"]
 
 #: The shortest work a parallel task should carry, in seconds.
 MIN_BATCH_SECONDS = 0.5
+#: Parallel only for work of at least this many times the workers' start-up: below it, the
+#: start-up, the hand-overs and the last batch waited for eat the gain (measured by
+#: ``benchmarks/bench_executors.py``).
+PAYOFF = 10
 SCHEDULE_MODES = ("serial", "parallel")
 
 
@@ -55,33 +59,37 @@ def _seconds(x: float) -> str:
     return f"{x:.2g} s" if x < 100 else f"{x:.0f} s"
 
 
-def choose_schedule(n_runs: int, seconds_per_run: float, executor) -> Schedule:
+def choose_schedule(n_runs: int, seconds_per_run: float, executor,
+                    startup: float | None = None) -> Schedule:
     """Serial or parallel, and how many runs per task, for the runs left.
 
     Parameters
     ----------
     n_runs : int
-        Runs still to execute (the pilot run excluded).
+        Runs still to execute (the pilot runs excluded).
     seconds_per_run : float
-        Seconds one run took in the calling process (the pilot).
+        Seconds one run took in the calling process (a pilot).
     executor : Executor
-        Where parallel runs would go; its ``name``, ``n_workers`` and
-        ``startup_seconds`` are read.
+        Where parallel runs would go; its ``name``, ``n_workers``, ``startup_seconds``
+        and ``startup_phrase`` are read.
+    startup : float, optional
+        The start-up estimate to use instead of ``executor.startup_seconds`` (the
+        runner reads it before it starts the workers in the background).
 
     Returns
     -------
     Schedule
-        ``"serial"`` (batch size 1) when the executor has one worker or the runs'
-        serial time is below its start-up estimate; else ``"parallel"`` with batches of
-        ``ceil(MIN_BATCH_SECONDS / seconds_per_run)`` runs, at least 1 and at most
-        ``ceil(n_runs / n_workers)``.
+        ``"serial"`` (batch size 1) when the executor has one worker or the runs' serial
+        time is below :data:`PAYOFF` times its start-up estimate; else ``"parallel"``
+        with batches of ``ceil(MIN_BATCH_SECONDS / seconds_per_run)`` runs, at least 1
+        and at most ``ceil(n_runs / n_workers)``.
 
     Examples
     --------
     >>> from topofl_lib.runner.executors import ProcessExecutor
     >>> choose_schedule(99, 0.026, ProcessExecutor(2)).reason
-    'serial: 99 runs of ~0.026 s (2.6 s) cost less than starting 2 worker processes (~3 s)'
-    >>> s = choose_schedule(400, 0.026, ProcessExecutor(2))
+    'serial: 99 runs of ~0.026 s (2.6 s) do not pay for starting 2 worker processes (~3 s)'
+    >>> s = choose_schedule(4000, 0.026, ProcessExecutor(2))
     >>> s.mode, s.batch_size
     ('parallel', 20)
     """
@@ -95,11 +103,11 @@ def choose_schedule(n_runs: int, seconds_per_run: float, executor) -> Schedule:
     if n_workers == 1:
         return Schedule("serial", 1, f"serial: {runs}, and the {executor.name} executor "
                                      "has 1 worker")
-    startup = float(executor.startup_seconds)
+    startup = float(executor.startup_seconds if startup is None else startup)
     what = executor.startup_phrase.format(n=n_workers)
-    if serial_time < startup:
-        return Schedule("serial", 1, f"serial: {runs} ({_seconds(serial_time)}) cost less "
-                                     f"than {what} (~{_seconds(startup)})")
+    if serial_time < PAYOFF * startup:
+        return Schedule("serial", 1, f"serial: {runs} ({_seconds(serial_time)}) do not pay "
+                                     f"for {what} (~{_seconds(startup)})")
     per_worker = math.ceil(n_runs / n_workers)
     wanted = (per_worker if seconds_per_run == 0
               else math.ceil(round(MIN_BATCH_SECONDS / seconds_per_run, 9)))
