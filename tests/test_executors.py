@@ -38,7 +38,6 @@ from topofl_lib.runner.executors import (  # noqa: E402
     ProcessExecutor,
     SerialExecutor,
     make_executor,
-    map_batched,
 )
 from topofl_lib.runner.schedule import Schedule, choose_schedule  # noqa: E402
 
@@ -149,13 +148,6 @@ def test_process_executor_raises_the_tasks_error(processes):
         list(processes.map_unordered(tasks.fail_on, [(x, 5) for x in range(8)]))
     # the pool survives a failed task
     assert dict(processes.map_unordered(tasks.square_plus, [(2, 1)])) == {0: 5}
-
-
-def test_map_batched_matches_serial(processes):
-    got = dict(map_batched(processes, tasks.square_plus, PAIRS, batch_size=5))
-    assert got == _serial(tasks.square_plus, PAIRS)
-    with pytest.raises(ValueError, match="batch_size must be >= 1"):
-        list(map_batched(processes, tasks.square_plus, PAIRS, batch_size=0))
 
 
 def test_process_executor_is_lazy_and_checks_its_devices():

@@ -21,8 +21,9 @@ exactly as this process would, with one torch thread.
   (sorted addresses), else the CPU.
 
 :func:`make_executor` turns what a user passes as ``executor=`` (a worker count, a Dask
-address, a client, an executor) into an executor; :func:`map_batched` sends the calls
-in batches (:func:`topofl_lib.runner.schedule.choose_schedule` picks the size).
+address, a client, an executor) into an executor. The runner batches the runs itself
+(:func:`topofl_lib.runner.tasks.run_batch`; :func:`topofl_lib.runner.schedule.choose_schedule`
+picks the size).
 
 Nothing heavy is imported here: ``torch`` and ``distributed`` load when an executor
 first runs something.
@@ -42,7 +43,7 @@ from ..core.device import check_device, pin_device, pinned_device
 from ..core.optional import require
 
 __all__ = ["DASK_SCHEMES", "DaskExecutor", "Executor", "ProcessExecutor", "SerialExecutor",
-           "make_executor", "map_batched", "run_batch"]
+           "make_executor"]
 
 #: The address schemes of a Dask scheduler that :func:`make_executor` accepts.
 DASK_SCHEMES = ("tcp://", "tls://", "ucx://", "inproc://")
@@ -233,7 +234,7 @@ class ProcessExecutor(Executor):
         queue = ctx.Queue()
         for k in range(self.spawned):
             queue.put(self.devices[(k + self.this_process) % len(self.devices)])
-        self._queues = (ctx.Queue(), ctx.Queue()) if self.this_process else (None, None)
+        self._queues = (ctx.Queue(), ctx.Queue())
         self._pool = ProcessPoolExecutor(self.spawned, mp_context=ctx,
                                          initializer=_start_worker,
                                          initargs=(queue, *self._queues))
@@ -243,9 +244,9 @@ class ProcessExecutor(Executor):
                       ) -> Iterator[tuple[int, Any]]:
         """Run the calls on the workers; see :meth:`Executor.map_unordered`.
 
-        With ``this_process``, the calls go to one shared queue that every worker, this
-        process included, takes the next call from when it is free (no worker idles while
-        another has calls waiting).
+        The calls go to one shared queue that every worker (with ``this_process``, this
+        process too) takes the next call from when it is free, so no worker idles while
+        another has calls waiting.
 
         Parameters
         ----------
@@ -261,22 +262,8 @@ class ProcessExecutor(Executor):
         """
         if not self.spawned:
             yield from SerialExecutor().map_unordered(fn, args_list)
-        elif self.this_process:
-            yield from self._shared(fn, list(args_list))
         else:
-            yield from self._pushed(fn, args_list)
-
-    def _pushed(self, fn: Callable, args_list: Iterable[Sequence]):
-        from concurrent.futures import as_completed
-
-        pool = self._pool or self._start()
-        futures = {pool.submit(fn, *args): i for i, args in enumerate(args_list)}
-        try:
-            for fut in as_completed(futures):
-                yield futures[fut], fut.result()
-        finally:  # an error, or the caller stopped early: drop what has not started
-            for fut in futures:
-                fut.cancel()
+            yield from self._shared(fn, list(args_list))
 
     def _shared(self, fn: Callable, args_list: list):
         import uuid
@@ -297,7 +284,9 @@ class ProcessExecutor(Executor):
                     if not mine:  # every call handed: the workers stop when done
                         for _ in serving:
                             calls.put(None)
-                item = mine.pop() if mine else _take(calls)  # this process's next call
+                item = None  # this process's next call, if it computes too
+                if self.this_process:
+                    item = mine.pop() if mine else _take(calls)
                 if item is not None:
                     i, args = item if len(item) == 2 else (item[1], item[3])
                     handed -= len(item) != 2
@@ -568,57 +557,3 @@ def make_executor(executor, devices: Sequence[str] | None = None) -> Executor:
     raise TypeError(f"executor must be a number of workers, a Dask scheduler address, a "
                     f"distributed.Client, a Dask cluster or an Executor, got {executor!r} "
                     f"({type(executor).__name__})")
-
-
-def run_batch(fn: Callable, batch: Sequence[Sequence]) -> list:
-    """``[fn(*args) for args in batch]``: one task of :func:`map_batched`.
-
-    Parameters
-    ----------
-    fn : callable
-        The function.
-    batch : sequence of sequence
-        Argument tuples.
-
-    Returns
-    -------
-    list
-        The results, in the order of ``batch``.
-    """
-    return [fn(*args) for args in batch]
-
-
-def map_batched(executor: Executor, fn: Callable, args_list: Iterable[Sequence],
-                batch_size: int = 1) -> Iterator[tuple[int, Any]]:
-    """:meth:`Executor.map_unordered` with ``batch_size`` consecutive calls per task.
-
-    Parameters
-    ----------
-    executor : Executor
-        Where the batches run.
-    fn : callable
-        A module-level function.
-    args_list : iterable of sequence
-        One argument tuple per call.
-    batch_size : int, default=1
-        Calls per task (the last task may have fewer).
-
-    Yields
-    ------
-    tuple of (int, object)
-        ``(index in args_list, result)``, a batch's results together as it finishes.
-
-    Examples
-    --------
-    >>> sorted(map_batched(SerialExecutor(), pow, [(2, 1), (2, 2), (2, 3)], batch_size=2))
-    [(0, 2), (1, 4), (2, 8)]
-    """
-    check_int(batch_size, "batch_size", low=1)
-    args_list = [tuple(args) for args in args_list]
-    if batch_size == 1:
-        yield from executor.map_unordered(fn, args_list)
-        return
-    batches = [(fn, args_list[s:s + batch_size]) for s in range(0, len(args_list), batch_size)]
-    for b, results in executor.map_unordered(run_batch, batches):
-        for j, result in enumerate(results):
-            yield b * batch_size + j, result
