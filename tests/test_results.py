@@ -254,6 +254,42 @@ def test_holm_family_adjusts_over_every_table(final):
         holm_family({})
 
 
+def test_simultaneous_intervals_bonferroni_widening():
+    """The adjusted interval is the t-interval at level 1 - 0.05/m, computed directly."""
+    from scipy import stats
+
+    from topofl_lib.statistics import simultaneous_intervals
+
+    d = np.array([0.3, -0.1, 0.5, 0.2, 0.4])
+    final = pd.concat([pd.DataFrame({"method": "R", "seed": range(5), "auc": d}),
+                       pd.DataFrame({"method": "B", "seed": range(5), "auc": 0.0})])
+    table = paired_differences(final, reference="R", metric="auc")
+    for m in (1, 4, 60):
+        out = simultaneous_intervals(table, m)
+        half = stats.t.ppf(1 - 0.025 / m, 4) * d.std(ddof=1) / np.sqrt(5)
+        np.testing.assert_allclose(out[["ci_low_adj", "ci_high_adj"]].to_numpy()[0],
+                                   [d.mean() - half, d.mean() + half])
+    np.testing.assert_allclose(simultaneous_intervals(table, 1)["ci_low_adj"], table["ci_low"])
+    one = simultaneous_intervals(table.assign(n_seeds=1), 3)
+    assert one["ci_low_adj"].isna().all()
+    with pytest.raises(ValueError, match="family_size must be an int >= 1, got 0"):
+        simultaneous_intervals(table, 0)
+    with pytest.raises(ValueError, match=r"missing \['ci_high'\]"):
+        simultaneous_intervals(table.drop(columns="ci_high"), 2)
+
+
+def test_holm_family_widens_intervals_over_the_family(final):
+    from topofl_lib.experiments import holm_family
+    from topofl_lib.statistics import simultaneous_intervals
+
+    a = paired_differences(final, reference="A", metric="auc")
+    family = holm_family({"A": a, "B": paired_differences(final, reference="B")})
+    m = int(family["family_size"].iloc[0])
+    expected = simultaneous_intervals(pd.concat({"A": a}, names=["table"]), m)
+    np.testing.assert_allclose(family.loc["A", "ci_low_adj"], expected.loc["A", "ci_low_adj"])
+    assert (family["ci_low_adj"] <= family["ci_low"]).all()
+
+
 def test_claim_notes_and_deep_claim_values():
     """Stand-in measurements carry a note that reaches the Markdown table."""
     rows = [{"scenario": f"{d}-L{a}", "dataset": d, "partition": "L", "param": a,

@@ -4,7 +4,8 @@ Every method of a comparison sees the same scenario realisation within a seed (t
 scenario and the method are both seeded with it), so per-seed differences between
 methods are *paired*: :func:`paired_differences` reports their mean, a t confidence
 interval and a Wilcoxon signed-rank p-value, Holm-adjusted over the table
-(:func:`holm`), or over all the tables of a notebook (:func:`holm_family`).
+(:func:`holm`), or over all the tables of a notebook (:func:`holm_family`, which also
+widens every interval to a simultaneous one over the family: :func:`simultaneous_intervals`).
 """
 
 from __future__ import annotations
@@ -15,13 +16,18 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-__all__ = ["METRICS", "holm", "holm_family", "paired_differences", "summarise"]
+__all__ = ["METRICS", "holm", "holm_family", "paired_differences", "simultaneous_intervals",
+           "summarise"]
 
 #: The per-run metrics of a comparison's ``final`` table.
 METRICS = ("auc", "accuracy", "convergence_round")
 
 
-def _ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+#: The confidence level of every interval of this module (before any adjustment).
+LEVEL = 0.95
+
+
+def _ci(values: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
     n = values.size
     if n < 2:
         return float("nan"), float("nan")
@@ -154,7 +160,9 @@ def holm_family(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     -------
     pandas.DataFrame
         The tables stacked (first index level: the name), with ``p_holm`` recomputed
-        over every comparison of the family and ``family_size`` (the number of tests).
+        over every comparison of the family, ``family_size`` (the number of tests) and
+        the intervals widened to hold simultaneously over the family
+        (:func:`simultaneous_intervals`: ``ci_low_adj``, ``ci_high_adj``).
     """
     if not isinstance(tables, Mapping) or not tables:
         raise ValueError("tables must be a non-empty dict {name: paired table}")
@@ -162,5 +170,53 @@ def holm_family(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     if "p_wilcoxon" not in stacked:
         raise ValueError("tables must be paired_differences outputs (no p_wilcoxon column)")
     adjusted = holm(stacked["p_wilcoxon"].to_numpy(dtype=np.float64))
-    return stacked.assign(p_holm=adjusted,
-                          family_size=int(stacked["p_wilcoxon"].notna().sum()))
+    size = int(stacked["p_wilcoxon"].notna().sum())
+    return simultaneous_intervals(stacked.assign(p_holm=adjusted, family_size=size),
+                                  max(size, 1))
+
+
+def simultaneous_intervals(table: pd.DataFrame, family_size: int) -> pd.DataFrame:
+    """Bonferroni-widened paired intervals: ``ci_low_adj``/``ci_high_adj``.
+
+    Each 95% t-interval of a :func:`paired_differences` table (``mean_diff`` +- ``t(0.975,
+    n - 1) s / sqrt(n)``) is rescaled to the level ``1 - 0.05 / family_size``, i.e. its
+    half-width is multiplied by ``t(1 - 0.025 / m, n - 1) / t(0.975, n - 1)``; the ``m``
+    intervals then hold together with probability at least 95% (Bonferroni), so an
+    adjusted interval that excludes 0 is a difference that survives the multiple
+    comparisons. ``family_size=1`` leaves the intervals as they are.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A :func:`paired_differences` table (``mean_diff``, ``ci_low``, ``ci_high``,
+        ``n_seeds``), or several stacked.
+    family_size : int
+        The number of comparisons ``m`` the intervals are adjusted for (at least 1).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``table`` with ``ci_low_adj`` and ``ci_high_adj`` (NaN where ``n_seeds < 2``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"mean_diff": [1.0], "ci_low": [0.0], "ci_high": [2.0],
+    ...                   "n_seeds": [5]})
+    >>> simultaneous_intervals(t, 1)[["ci_low_adj", "ci_high_adj"]].to_numpy().tolist()
+    [[0.0, 2.0]]
+    """
+    if isinstance(family_size, bool) or not isinstance(family_size, (int, np.integer)) \
+            or family_size < 1:
+        raise ValueError(f"family_size must be an int >= 1, got {family_size!r}")
+    missing = {"mean_diff", "ci_low", "ci_high", "n_seeds"} - set(table.columns)
+    if missing:
+        raise ValueError(f"table must be a paired_differences table; missing {sorted(missing)}")
+    n = table["n_seeds"].to_numpy(dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        df = np.where(n >= 2, n - 1, np.nan)
+        widen = (stats.t.ppf(1 - (1 - LEVEL) / 2 / family_size, df)
+                 / stats.t.ppf(1 - (1 - LEVEL) / 2, df))
+    half = (table["ci_high"] - table["ci_low"]).to_numpy(dtype=np.float64) / 2 * widen
+    mean = table["mean_diff"].to_numpy(dtype=np.float64)
+    return table.assign(ci_low_adj=mean - half, ci_high_adj=mean + half)
