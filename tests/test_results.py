@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from topofl_lib.claim_keys import METHOD_KEYS
 from topofl_lib.claims_summary import (
     SUMMARY_COLUMNS,
     comparison_document,
@@ -319,6 +320,50 @@ def test_fedtopo_claim_values_in_percent():
     assert v["fedtopo.t3.b.without"] == pytest.approx([80.0])
     assert "fedtopo.t2.cnn.conv2.acc" in v and v["fedtopo.t2.cnn.conv1.auc"] == [60.0]
     assert not any(".K." in k and "t3" in k for k in v)
+
+
+def test_fedtopo_table1_every_method_gets_its_id():
+    """All sixteen Table 1 methods map to their paper's ids."""
+    from topofl_lib.studies.fedtopo import TABLE1_METHODS
+
+    ids = [c for c in load_paper_claims().index if c.startswith("fedtopo.t1.fmnist.N.")]
+    assert sorted(f"fedtopo.t1.fmnist.N.{METHOD_KEYS[m]}" for m in TABLE1_METHODS) == sorted(ids)
+    rows = [{"dataset": "fashion_mnist", "partition": "N", "method": m, "seed": k,
+             "accuracy": 0.5 + 0.01 * k} for m in TABLE1_METHODS for k in range(2)]
+    v = fedtopo_claim_values(pd.DataFrame(rows))
+    assert sorted(v) == sorted(ids) and v[ids[0]] == pytest.approx([50.0, 51.0])
+
+
+def test_table1_variants_add_the_l_skew_runs():
+    """L-skew adds FedTopo w/o TAL and alpha_max=100; other partitions run the methods only;
+    the strong FedTopo differs from FedTopo in alpha_max alone."""
+    from topofl_lib.studies.fedtopo import table1_variants
+
+    opts = {"tal_every": 4}
+    v = table1_variants("L", ["FedAvg", "FedTopo"], 2, opts, {"loss_range": (0.1, 0.2)})
+    assert list(v) == ["FedAvg", "FedTopo", "FedTopo w/o TAL", "FedTopo (alpha_max=100)"]
+    assert v["FedTopo w/o TAL"][1]["tal"] is False
+    strong, plain = v["FedTopo (alpha_max=100)"][1]["schedule"], v["FedTopo"][1]["schedule"]
+    assert strong.alpha_max == 100.0 and strong.loss_range == plain.loss_range
+    assert list(table1_variants("K", ["FedAvg", "FedTopo"], 2, opts, {})) == ["FedAvg", "FedTopo"]
+    assert list(table1_variants("L", ["FedAvg"], 2, opts, {})) == ["FedAvg", "FedTopo w/o TAL"]
+
+
+def test_table4_claim_values_round_one_and_last():
+    """Table 4: round 1 and the last round per schedule, in percent, per setting."""
+    from topofl_lib.studies.fedtopo import table4_claim_values
+
+    curves = pd.DataFrame([{"method": f"FedTopo[{s}]", "seed": k, "round": r,
+                            "accuracy": 0.1 * r + 0.01 * k}
+                           for s in ("warmup", "linear") for k in (1, 0) for r in (1, 2, 3)])
+    v = table4_claim_values({"b": curves})
+    assert v["fedtopo.t4.b.lineartopo.r1"] == pytest.approx([10.0, 11.0])
+    assert v["fedtopo.t4.b.warmup.r10"] == pytest.approx([30.0, 31.0])
+    assert set(v) <= set(load_paper_claims().index) and len(v) == 4
+    with pytest.raises(ValueError, match=r"settings \['c'\]"):
+        table4_claim_values({"c": curves})
+    with pytest.raises(ValueError, match="holds 'FedAvg'"):
+        table4_claim_values({"a": curves.assign(method="FedAvg")})
 
 
 def test_profiles_cpu_and_auto():

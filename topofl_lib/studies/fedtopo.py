@@ -1,4 +1,5 @@
-"""FedTopo's study: TGBS over seeds (Table 2), the block table, and the claim ids.
+"""FedTopo's study: Table 1's methods and variants, TGBS over seeds (Table 2), the block
+table, Table 4's schedule settings, and the claim ids.
 """
 
 from __future__ import annotations
@@ -14,7 +15,23 @@ from ..fedtopo.screening import TopologyGuidedBlockScreening
 from ..results import load_paper_claims
 from .common import percent
 
-__all__ = ["TABLE1_METHODS", "block_table", "fedtopo_claim_values", "tgbs_over_seeds"]
+__all__ = ["SCHEDULE_KEYS", "TABLE1_METHODS", "TABLE4_SETTINGS", "block_table",
+           "fedtopo_claim_values", "table1_variants", "table4_claim_values", "tgbs_over_seeds"]
+
+#: FedTopo Table 1's sixteen methods, in the paper's row order.
+TABLE1_METHODS = ("FedAvg", "FedAvgM", "FedNova", "FedProx", "SCAFFOLD", "FedDyn", "MOON",
+                  "FedFTG", "FedPAC", "FedFM", "FedCCFA", "FedSA", "FedDF", "FedDC", "FedGen",
+                  "FedTopo")
+#: Table 4's claim-id spelling of each alpha schedule (:data:`~topofl_lib.fedtopo.SCHEDULES`).
+SCHEDULE_KEYS = {"warmup": "warmup", "piecewise": "piecewise", "linear": "lineartopo",
+                 "smooth": "smoothtopo"}
+#: Table 4's two settings on the Fashion-MNIST stand-in: ``{setting: image scenario
+#: parameters}`` (:func:`~topofl_lib.deep.make_image_scenario`). Its caption says "two
+#: CIFAR-10 non-I.I.D. partitions" and its text points to Sec. 5.2, whose Setting A is
+#: Q-skew 0.5 with K-skew 2 on CIFAR-10 and Setting B L-skew 0.1 on Fashion-MNIST; both
+#: run here on Fashion-MNIST with the CNN (a stand-in for CIFAR-10). Setting B leaves
+#: ``param`` to its default, Table 1's 0.1, so that its Smooth-Topo runs are Table 1's.
+TABLE4_SETTINGS = {"a": {"partition": "Q+K", "param": (0.5, 2)}, "b": {"partition": "L"}}
 
 def tgbs_over_seeds(dataset, seeds, architecture: str = "fmnist_cnn", n_val: int = 1000,
                     progress: bool = True, **tgbs_params) -> pd.DataFrame:
@@ -90,9 +107,73 @@ def block_table(tgbs: pd.DataFrame, final: pd.DataFrame) -> pd.DataFrame:
     auc = tgbs.assign(auc=100 * tgbs["auc"])[["block", "seed", "auc"]]
     return auc.merge(acc, on=["block", "seed"], how="outer").sort_values(["block", "seed"])
 
-#: The methods whose FedTopo Table 1 rows are measured (the paper's other 13 baselines
-#: are not implemented).
-TABLE1_METHODS = ("FedTopo", "FedAvg")
+
+def table1_variants(partition: str, methods, local_epochs: int, fedtopo: dict,
+                    schedule: dict) -> dict:
+    """The runs of one Table 1 partition: ``methods``, and on L-skew also FedTopo without
+    TAL (Table 3's Setting B) and FedTopo with ``alpha_max = 100``.
+
+    Parameters
+    ----------
+    partition : str
+        The partition's letter (``"N"``, ``"L"``, ``"K"``, ``"Q"``).
+    methods : sequence of str
+        Labels of :func:`~topofl_lib.deep.deep_variants`.
+    local_epochs : int
+        Local epochs per round.
+    fedtopo, schedule : dict
+        FedTopo's and its alpha schedule's extra parameters.
+
+    Returns
+    -------
+    dict
+        ``{label: (method name, params)}`` for :func:`~topofl_lib.runner.run_comparison`.
+    """
+    from ..deep.experiments import deep_variants
+
+    labels = list(methods) + (["FedTopo w/o TAL"] if partition == "L" else [])
+    variants = deep_variants(labels, local_epochs=local_epochs, fedtopo=fedtopo,
+                             schedule=schedule)
+    if partition == "L" and "FedTopo" in methods:
+        variants["FedTopo (alpha_max=100)"] = deep_variants(
+            ["FedTopo"], local_epochs=local_epochs, fedtopo=fedtopo,
+            schedule={**schedule, "alpha_max": 100.0})["FedTopo"]
+    return variants
+
+
+def table4_claim_values(curves: dict) -> dict[str, np.ndarray]:
+    """Table 4's ids (percent): each schedule's accuracy after round 1 and after the last
+    round (the paper's round 10; Fashion-MNIST runs Table C.3's 5 rounds).
+
+    Parameters
+    ----------
+    curves : dict
+        ``{setting: curves}`` for settings of :data:`TABLE4_SETTINGS`, each the
+        ``curves`` table of a comparison of ``"FedTopo[<schedule>]"`` labels (columns
+        ``method``, ``seed``, ``round``, ``accuracy`` as a fraction).
+
+    Returns
+    -------
+    dict of str to ndarray
+        ``fedtopo.t4.<setting>.<schedule>.r1`` and ``.r10`` -> per-seed values, sorted by
+        seed.
+    """
+    unknown = sorted(set(curves) - set(TABLE4_SETTINGS))
+    if unknown:
+        raise ValueError(f"curves holds settings {unknown}; expected some of "
+                         f"{list(TABLE4_SETTINGS)}")
+    out = {}
+    for setting, table in curves.items():
+        last = table["round"].max()
+        for label, g in table.groupby("method"):
+            name = label.removeprefix("FedTopo[").removesuffix("]")
+            if name not in SCHEDULE_KEYS:
+                raise ValueError(f"curves[{setting!r}] holds {label!r}; expected "
+                                 f"FedTopo[<schedule>] with a schedule of {list(SCHEDULE_KEYS)}")
+            for tag, r in (("r1", 1), ("r10", last)):
+                out[f"fedtopo.t4.{setting}.{SCHEDULE_KEYS[name]}.{tag}"] = percent(
+                    g[g["round"] == r])
+    return out
 
 
 def fedtopo_claim_values(final: pd.DataFrame, tgbs: pd.DataFrame | None = None

@@ -9,8 +9,7 @@ no CUDA GPU gives ``not run: no CUDA GPU (...)`` with what it would take on this
 unless the CPU is allowed; else it runs through :func:`run_setting`
 (:func:`~topofl_lib.runner.run_comparison`, the run store, ``device="cuda"``).
 :func:`setting_claim_rows` gives every claim id of a setting one row: its measurement, or
-no value with profile ``not run`` and the reason; :func:`not_implemented_rows` does the
-same for FedTopo Table 1's methods that are not implemented here. A notebook calls
+no value with profile ``not run`` and the reason. A notebook calls
 :func:`paper_statuses` (every setting of its paper), :func:`run_setting` for those that
 run and :func:`paper_claim_rows`.
 
@@ -41,6 +40,7 @@ from ..results import (
 )
 from ..results import not_run_rows as results_not_run_rows
 from .common import percent
+from .fedtopo import TABLE1_METHODS
 
 __all__ = [
     "CPU_SECONDS_PER_IMAGE",
@@ -50,7 +50,6 @@ __all__ = [
     "PaperSetting",
     "SettingStatus",
     "merge_claim_rows",
-    "not_implemented_rows",
     "not_run_rows",
     "paper_claim_rows",
     "paper_statuses",
@@ -71,7 +70,6 @@ PAPER_DATA = PAPER_DATA_PROFILE
 #: ``benchmarks/results/deep_gpu_cpu_quick.json``), ConvNet-2 a plain torch SGD step.
 CPU_SECONDS_PER_IMAGE = {"resnet18_cifar": 0.029, "femnist_convnet2": 0.0013}
 _TABLE1_LETTERS = (("N", 0.5), ("L", 0.1), ("K", 5), ("Q", 0.5))
-_TABLE1_METHODS = ("FedAvg", "FedProx", "SCAFFOLD", "FedTopo")
 _PTOPOFL_METHODS = ("pTopoFL", "FedAvg", "FedProx", "SCAFFOLD", "pFedMe")
 _TGBS_BLOCKS = ("conv1", "layer1", "layer2", "layer3", "layer4")
 
@@ -144,9 +142,9 @@ class PaperSetting:
 
 def _fedtopo_t1(dataset: str) -> PaperSetting:
     ids = {(k, m): f"fedtopo.t1.{dataset}.{k}.{METHOD_KEYS[m]}"
-           for k, _ in _TABLE1_LETTERS for m in _TABLE1_METHODS}
+           for k, _ in _TABLE1_LETTERS for m in TABLE1_METHODS}
     return PaperSetting(f"fedtopo_t1_{dataset}", "FedTopo", "Table 1", dataset,
-                        "resnet18_cifar", _TABLE1_LETTERS, 5, 10, 5, _TABLE1_METHODS, ids,
+                        "resnet18_cifar", _TABLE1_LETTERS, 5, 10, 5, TABLE1_METHODS, ids,
                         fedtopo={"block": "layer2"})
 
 
@@ -442,33 +440,6 @@ def setting_claim_rows(status: SettingStatus, final: pd.DataFrame | None = None,
     return claim_rows(values, PAPER_DATA, dict.fromkeys(values, note))
 
 
-def not_implemented_rows() -> pd.DataFrame:
-    """Not-run rows of FedTopo Table 1's CIFAR ids of the methods its settings do not run
-    (12 of its 16 methods); the note says which of them this package implements.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Claim rows without a value, one note for all (it names the methods).
-    """
-    from ..deep.experiments import DEEP_LABELS
-
-    claims = load_paper_claims()
-    ours = {cid for s in PAPER_SETTINGS.values() for cid in s.claim_ids}
-    ids = [cid for cid in claims.index if cid.startswith("fedtopo.t1.cifar") and cid not in ours]
-    keys = {METHOD_KEYS[label] for label in DEEP_LABELS if label in METHOD_KEYS}
-    order = list(claims["method"])
-    methods = claims.loc[ids].assign(key=[cid.rsplit(".", 1)[1] for cid in ids])
-    methods = methods.drop_duplicates("method").sort_values("method", key=lambda m: m.map(
-        order.index))
-    done = methods.loc[methods["key"].isin(keys), "method"]
-    missing = methods.loc[~methods["key"].isin(keys), "method"]
-    parts = [f"implemented here but not run on CIFAR: {', '.join(done)}"] if len(done) else []
-    parts += [f"not implemented: {', '.join(missing)}"] if len(missing) else []
-    return not_run_rows(ids, f"not run: the CIFAR settings run FedAvg, FedProx, SCAFFOLD and "
-                             f"FedTopo only (Table 1's other methods: {'; '.join(parts)})")
-
-
 def merge_claim_rows(stand_in: pd.DataFrame, paper_data: pd.DataFrame) -> pd.DataFrame:
     """Stand-in rows and paper-data rows of the same ids, one row per id: a paper-data row
     with a value replaces the stand-in's; a not-run paper-data row gives way to a stand-in
@@ -532,8 +503,7 @@ def paper_statuses(paper: str, attempt, folder=None, allow_cpu: bool = False,
 
 
 def paper_claim_rows(statuses, runs: Mapping) -> pd.DataFrame:
-    """Claim rows of every setting in ``statuses`` (and, for FedTopo, of Table 1's methods
-    not implemented here): one row per claim id.
+    """Claim rows of every setting in ``statuses``: one row per claim id.
 
     Parameters
     ----------
@@ -549,6 +519,4 @@ def paper_claim_rows(statuses, runs: Mapping) -> pd.DataFrame:
     """
     statuses = list(statuses)
     parts = [setting_claim_rows(s, *runs.get(s.setting.name, (None, None))) for s in statuses]
-    if any(s.setting.paper == "FedTopo" for s in statuses):
-        parts.append(not_implemented_rows())
     return pd.concat(parts, ignore_index=True)
