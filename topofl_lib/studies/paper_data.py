@@ -36,7 +36,6 @@ from ..results import (
     NOT_RUN_PROFILE,
     PAPER_DATA_PROFILE,
     claim_rows,
-    load_paper_claims,
 )
 from ..results import not_run_rows as results_not_run_rows
 from .common import percent
