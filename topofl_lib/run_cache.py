@@ -13,6 +13,11 @@ numbers depend on. Anything that can change a number changes the key, so a store
 result is never reused for a different configuration; changing a parameter simply
 computes new runs next to the old ones.
 
+A dataclass field added later, whose default computes what the code computed before
+it existed, is flagged :data:`~topofl_lib.core.containers.UNKEYED_AT_DEFAULT` and left
+out of the key while it holds that default (``Client.load_noise_sd``): the stored runs
+keep their keys, and any other value is keyed.
+
 Bump :data:`RUN_CACHE_VERSION` whenever the code changes what a run computes for the
 same configuration (a bug fix, a new default).
 
@@ -35,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from . import storage
+from .core.containers import UNKEYED_AT_DEFAULT
 from .environment import package_versions
 from .storage import StoredDataError
 
@@ -86,6 +92,21 @@ def environment() -> dict:
             "run_cache_version": RUN_CACHE_VERSION}
 
 
+def _keyed_fields(obj) -> dict:
+    """A dataclass's fields as the key sees them: every field, except one flagged
+    :data:`~topofl_lib.core.containers.UNKEYED_AT_DEFAULT` while it holds its default
+    (so adding such a field keeps the keys of everything stored before it)."""
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)
+            if not (f.metadata.get(UNKEYED_AT_DEFAULT)
+                    and f.default is not dataclasses.MISSING
+                    and _same_value(getattr(obj, f.name), f.default))}
+
+
+def _same_value(a, b) -> bool:
+    """``a == b`` for plain values, compared by type as well (``False == 0`` is no match)."""
+    return type(a) is type(b) and a == b
+
+
 def _feed(h, obj, memo: dict) -> None:
     """Add a canonical encoding of ``obj`` to the hash ``h`` (arrays hashed once by id)."""
     from sklearn.base import BaseEstimator
@@ -129,7 +150,7 @@ def _feed(h, obj, memo: dict) -> None:
         _feed(h, obj.get_params(deep=False), memo)
     elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         tag(f"dataclass:{type(obj).__module__}.{type(obj).__qualname__}")
-        _feed(h, {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}, memo)
+        _feed(h, _keyed_fields(obj), memo)
     elif type(obj).__module__.startswith("pandas"):
         tag(f"pandas:{type(obj).__name__}")
         _feed(h, pickle.dumps(obj, protocol=4), memo)

@@ -14,12 +14,17 @@ import numpy as np
 
 from .._validation import check_bool, check_int, check_labels, check_points, check_real
 
-__all__ = ["ATTACKS", "Client", "FederatedScenario"]
+__all__ = ["ATTACKS", "UNKEYED_AT_DEFAULT", "Client", "FederatedScenario"]
 
 #: Attacks an adversarial client can run: flip its training labels; flip them and
 #: add heavy feature noise (visible to the descriptor); or send scaled sign-flipped
 #: model updates with honest data (model poisoning).
 ATTACKS = ("label_flip", "noisy_label_flip", "sign_flip")
+#: Metadata flag of a dataclass field that the run store's key
+#: (:func:`topofl_lib.run_cache.fingerprint`) leaves out while the field holds its
+#: default: a field added later, whose default is the old behaviour, so the runs stored
+#: before it existed keep their keys.
+UNKEYED_AT_DEFAULT = "unkeyed_at_default"
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,16 @@ class Client:
         single record, has no AUC and would silently drop out of a mean AUC; it is
         refused). More: labels ``0..n_classes-1``, scored by accuracy only, and a client
         may hold a single class (what pathological label skew produces).
+    load_noise_sd : float, default=0.0
+        Standard deviation of Gaussian noise added to ``X_train`` *every time* a sample is
+        put in a mini-batch (a fresh draw per load, as a data-loading transform would),
+        in the units of ``X_train``; ``X_train`` itself stays clean. The federated
+        engine passes it to the learner (:meth:`topofl_lib.deep.TorchLearner.client_data`
+        applies it; the logistic learner refuses it), and only algorithms that train on
+        the learner's mini-batches alone accept it (``load_noise`` of
+        :class:`topofl_lib.federated.FederatedAlgorithm`). Finite, >= 0. At its default
+        it is not part of the run store's key (:data:`UNKEYED_AT_DEFAULT`), so clients
+        without it keep the keys they had before it existed.
 
     The arrays are validated when the client is built, and stored as validated: lists
     (or arrays of strings or ints) become float64 features and int64 labels, while an
@@ -68,8 +83,11 @@ class Client:
     attack: str = "label_flip"
     attack_scale: float = 1.0
     n_classes: int = 2
+    load_noise_sd: float = field(default=0.0, metadata={UNKEYED_AT_DEFAULT: True})
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "load_noise_sd",
+                           check_real(self.load_noise_sd, "load_noise_sd", low=0.0))
         if self.attack not in ATTACKS:
             raise ValueError(f"unknown attack {self.attack!r}; expected one of {list(ATTACKS)}")
         check_real(self.attack_scale, "attack_scale", low=0.0, low_open=True)

@@ -32,6 +32,11 @@ class Learner(Protocol):
     def client_data(self, X: np.ndarray, y: np.ndarray) -> Any:
         """The client's training data in the learner's own form.
 
+        A learner that can add per-load noise to the mini-batches
+        (:attr:`~topofl_lib.core.Client.load_noise_sd`) also takes the keywords
+        ``noise_sd`` and ``noise_seed`` (the engine passes them only for a client with
+        noise); one that cannot refuses ``noise_sd > 0`` with a ``ValueError``.
+
         Parameters
         ----------
         X : ndarray of shape (n, d)

@@ -26,6 +26,7 @@ __all__ = [
     "FASHION_MNIST_DIR",
     "FILE_DATASETS",
     "MODELS",
+    "NOISE_MODES",
     "OFFLINE_DATASETS",
     "PARTITIONS",
     "TEST_PROTOCOLS",
@@ -52,5 +53,5 @@ __getattr__, __dir__ = attach(__name__, {
     ".models": ["MODELS", "BlockNet", "make_model"],
     ".partitions": ["COMBINED", "PARTITIONS", "label_distribution", "noise_levels",
                     "partition_indices", "writer_partition"],
-    ".scenarios": ["TEST_PROTOCOLS", "make_image_scenario"],
+    ".scenarios": ["NOISE_MODES", "TEST_PROTOCOLS", "make_image_scenario"],
 })

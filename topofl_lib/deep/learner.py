@@ -26,6 +26,15 @@ CPU every operation used here is deterministic, so a seed fixes every number.
 are several times slower) is applied when the learner is built. With a CUDA device
 present, ``device="auto"`` uses it and the code runs unchanged.
 
+Per-load noise (:attr:`topofl_lib.core.Client.load_noise_sd`): :meth:`TorchLearner.client_data`
+given ``noise_sd > 0`` keeps the images clean and attaches a :class:`LoadNoise`, a
+``torch.Generator`` on the learner's device seeded with ``noise_seed`` (the engine's
+:func:`topofl_lib.federated.local.load_noise_seed` of the run's seed and the client's
+index); :meth:`TorchLearner.batch`, which :meth:`TorchLearner.gradient` loads every
+mini-batch through, adds ``N(0, sd^2)`` noise of a fresh draw to its images, as a
+data-loading transform would. The same seed gives the same draws on the same device
+(a GPU's generator draws other numbers than the CPU's).
+
 Networks with BatchNorm (the CIFAR ResNet-18) carry running statistics that are not
 parameters; this engine averages parameters only, so such models are built and tested
 for shape but not trained federatedly here.
@@ -44,7 +53,7 @@ from ..core.seeds import draw_seed
 from ..storage import register_storable
 from .models import IMAGE_SIZES, MODELS, make_model
 
-__all__ = ["TorchLearner", "TorchModel", "resolve_device"]
+__all__ = ["ClientTensors", "LoadNoise", "TorchLearner", "TorchModel", "resolve_device"]
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -69,6 +78,59 @@ def _image_shape(n_features: int, image_shape) -> tuple[int, int, int]:
             return (c, side, side)
     raise ValueError(f"cannot fold {n_features} features into a square image; "
                      "give image_shape=(channels, H, W)")
+
+
+class LoadNoise:
+    """Gaussian noise of standard deviation ``sd`` drawn afresh at every call.
+
+    Parameters
+    ----------
+    sd : float
+        Standard deviation (> 0), in the units of the images.
+    seed : int
+        Seeds the generator (the same seed gives the same sequence of draws).
+    device : torch.device
+        Where the generator and the draws live.
+    """
+
+    def __init__(self, sd: float, seed: int, device: torch.device):
+        self.sd = check_real(sd, "noise_sd", low=0.0, low_open=True)
+        self.seed = check_int(seed, "noise_seed", low=0)
+        self.generator = torch.Generator(device=device)
+        self.generator.manual_seed(self.seed)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` plus a new draw of ``N(0, sd^2)`` noise of its shape, dtype and device.
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            A mini-batch of images.
+
+        Returns
+        -------
+        torch.Tensor
+            A new tensor; ``x`` is left as it is.
+        """
+        z = torch.randn(x.shape, generator=self.generator, device=x.device, dtype=x.dtype)
+        return x + self.sd * z
+
+
+class ClientTensors(tuple):
+    """A client's ``(images, labels)`` on the device, and the noise of its mini-batches.
+
+    A tuple of two (``X, y = data`` and ``data[0]`` work as for a plain pair), with the
+    attribute ``noise``: a :class:`LoadNoise`, or ``None`` for a client without per-load
+    noise.
+    """
+
+    noise: LoadNoise | None
+
+    def __new__(cls, images: torch.Tensor, labels: torch.Tensor,
+                noise: LoadNoise | None = None) -> ClientTensors:
+        out = super().__new__(cls, (images, labels))
+        out.noise = noise
+        return out
 
 
 @register_storable
@@ -313,26 +375,63 @@ class TorchLearner:
                              f"shape {X.shape}")
         return torch.as_tensor(X, device=self.device).reshape(-1, *self.image_shape)
 
-    def client_data(self, X: np.ndarray, y: np.ndarray):
+    def client_data(self, X: np.ndarray, y: np.ndarray, noise_sd: float = 0.0,
+                    noise_seed: int | None = None) -> ClientTensors:
         """A client's data as tensors on the device (labels checked against ``n_classes``).
 
         Parameters
         ----------
         X : ndarray of shape (n_samples, n_features)
-            Flattened images.
+            Flattened images (kept clean, also with per-load noise).
         y : ndarray of shape (n_samples,)
             Labels in ``0..n_classes - 1``.
+        noise_sd : float, default=0.0
+            Per-load noise (:attr:`topofl_lib.core.Client.load_noise_sd`): every
+            mini-batch :meth:`batch` loads gets a fresh ``N(0, noise_sd^2)`` draw.
+        noise_seed : int or None
+            Seeds that noise (a :class:`LoadNoise` on this learner's device); required
+            when ``noise_sd > 0``.
 
         Returns
         -------
-        images : torch.Tensor of shape (n_samples, C, H, W)
-        labels : torch.Tensor of shape (n_samples,), dtype long
+        ClientTensors
+            ``(images, labels)``: images of shape (n_samples, C, H, W), labels of shape
+            (n_samples,), dtype long; ``noise`` is the :class:`LoadNoise` or ``None``.
         """
         y = np.asarray(y)
         if y.size and (y.min() < 0 or y.max() >= self.n_classes):
             raise ValueError(f"labels must lie in 0..{self.n_classes - 1}, got "
                              f"{int(y.min())}..{int(y.max())}")
-        return self.images(X), torch.as_tensor(y, dtype=torch.long, device=self.device)
+        noise = None
+        if check_real(noise_sd, "noise_sd", low=0.0) > 0:
+            if noise_seed is None:
+                raise ValueError(f"noise_sd={noise_sd} needs a noise_seed (an int), got None")
+            noise = LoadNoise(noise_sd, noise_seed, self.device)
+        return ClientTensors(self.images(X),
+                             torch.as_tensor(y, dtype=torch.long, device=self.device), noise)
+
+    def batch(self, data, idx) -> tuple[torch.Tensor, torch.Tensor]:
+        """The mini-batch ``idx`` of a client's data, as the network trains on it.
+
+        Parameters
+        ----------
+        data : ClientTensors or tuple of torch.Tensor
+            ``(images, labels)`` from :meth:`client_data`.
+        idx : ndarray of int or torch.Tensor
+            Indices of the mini-batch.
+
+        Returns
+        -------
+        images : torch.Tensor of shape (len(idx), C, H, W)
+            With a fresh draw of the client's per-load noise added, if it has any (a
+            new draw at every call, also for the same ``idx``).
+        labels : torch.Tensor of shape (len(idx),)
+        """
+        X, y = data
+        sel = self._indices(idx)
+        x = X[sel]
+        noise = getattr(data, "noise", None)
+        return (x if noise is None else noise(x)), y[sel]
 
     # -- learner API -------------------------------------------------------------------
     def gradient(self, w: np.ndarray | torch.Tensor, data, idx: np.ndarray,
@@ -346,8 +445,9 @@ class TorchLearner:
         ----------
         w : ndarray or torch.Tensor of shape (n_params,)
             Flat parameter vector (a tensor: a work vector, :meth:`to_work`).
-        data : tuple of torch.Tensor
-            ``(images, labels)`` from :meth:`client_data`.
+        data : ClientTensors or tuple of torch.Tensor
+            ``(images, labels)`` from :meth:`client_data` (its per-load noise, if any,
+            is added to the batch: :meth:`batch`).
         idx : ndarray of int
             Indices of the mini-batch.
         extra_loss : callable, optional
@@ -358,11 +458,10 @@ class TorchLearner:
         ndarray or torch.Tensor of shape (n_params,), float32
             The flat gradient; a tensor on the device when ``w`` is a tensor.
         """
-        X, y = data
+        x, y = self.batch(data, idx)
         net = self.load(w)
         net.zero_grad(set_to_none=True)
-        sel = self._indices(idx)
-        loss = torch.nn.functional.cross_entropy(net(X[sel]), y[sel])
+        loss = torch.nn.functional.cross_entropy(net(x), y)
         if extra_loss is not None:
             loss = loss + extra_loss(net)
         loss.backward()

@@ -12,10 +12,35 @@ Test sets (``test=``):
   client's own training label proportions (clients may share test images).
 
 N-skew adds Gaussian noise of standard deviation ``noise_levels(n_clients, param)[j]``
-(in standardised pixel units) to client ``j``'s training images, once, seeded; test
-images stay clean. A combined partition (``"L+N"``, ``"Q+K"``...,
-:data:`~topofl_lib.deep.partitions.COMBINED`) takes a pair ``param``; with ``N`` in it,
-the noise is the second value's.
+(in standardised pixel units) to client ``j``'s training images. A combined partition
+(``"L+N"``, ``"Q+K"``..., :data:`~topofl_lib.deep.partitions.COMBINED`) takes a pair
+``param``; with ``N`` in it, the noise is the second value's. FedTopo (Appendix C) does
+not say when the noise is drawn, nor whether test images get it; three readings
+(:data:`NOISE_MODES` and ``test_noise``), each a scenario of its own name:
+
+* ``noise="fixed"`` (the default): drawn once, seeded, when the scenario is built;
+  ``X_train`` holds the noisy images. Name ``"fashion_mnist-N0.5"``.
+* ``noise="per_load"``: drawn afresh every time an image is put in a mini-batch, as a
+  torchvision-style transform would. ``X_train`` stays clean and each client carries its
+  sd (:attr:`~topofl_lib.core.Client.load_noise_sd`); the network's learner adds the
+  noise to every training batch (:meth:`~topofl_lib.deep.TorchLearner.batch`), from a
+  generator seeded by the run's seed and the client's index, so a run's seed fixes it.
+  Only methods that train on those batches alone accept such clients (FedAvg, FedTopo,
+  the other aggregation baselines; see ``load_noise`` of
+  :class:`~topofl_lib.federated.FederatedAlgorithm`); the others, and the logistic model,
+  refuse them. The fixed draw is still made (and discarded), so the partition, the test
+  sets and the test noise are those of ``"fixed"``. Name suffix ``"-perload"``.
+* ``test_noise=True``: client ``j``'s test images get noise of the same sd
+  ``sigma_j`` too, drawn once, seeded, after everything else the scenario draws (so the
+  training data are those of ``test_noise=False``, bit for bit); the first client
+  (``sigma_1 = 0``) keeps the clean test set. With ``test="global"`` every client is then
+  scored on its own noisy copy of the test set, the engine scores each client's copy
+  separately (its cache is per test array), and the reported accuracy is the mean over
+  the clients of their noisy-test accuracies. Name suffix ``"-noisytest"`` (after
+  ``"-perload"`` when both are set).
+
+Both need N-skew (``"N"`` or a combined partition ending in ``"+N"``); without it there
+is no noise to draw later or to put on the test images, and they are refused.
 
 ``partition="writers"`` splits by writer (FEMNIST, pTopoFL Scenario D:
 :func:`~topofl_lib.deep.partitions.writer_partition` of ``dataset.writers_train``); its
@@ -26,9 +51,11 @@ with the client's label proportions as above.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from .._validation import check_choice, check_random_state
+from .._validation import check_bool, check_choice, check_random_state
 from ..core.containers import Client, FederatedScenario
 from ..core.registry import register_scenario
 from .datasets import ImageDataset, load_image_dataset
@@ -42,9 +69,11 @@ from .partitions import (
     writer_partition,
 )
 
-__all__ = ["TEST_PROTOCOLS", "WRITERS", "make_image_scenario"]
+__all__ = ["NOISE_MODES", "TEST_PROTOCOLS", "WRITERS", "make_image_scenario"]
 
 TEST_PROTOCOLS = ("global", "local")
+#: When N-skew's noise is drawn: once when the scenario is built, or at every load.
+NOISE_MODES = ("fixed", "per_load")
 #: The partition by writer (FEMNIST's natural federation).
 WRITERS = "writers"
 
@@ -55,6 +84,35 @@ def _writer_parts(data: ImageDataset, n_clients: int, rng) -> list[np.ndarray]:
         raise ValueError(f"partition={WRITERS!r} needs a dataset with writers_train (the "
                          f"writer of each training image); {data.name!r} has none")
     return writer_partition(writers, n_clients, random_state=rng)
+
+
+def _has_noise(partition: str) -> bool:
+    return partition == "N" or (partition in COMBINED and partition.endswith("+N"))
+
+
+def _check_noise_options(partition: str, noise: str, test_noise) -> None:
+    check_choice(noise, "noise", NOISE_MODES)
+    check_bool(test_noise, "test_noise")
+    if (noise != "fixed" or test_noise) and not _has_noise(partition):
+        raise ValueError(
+            f"noise={noise!r}, test_noise={test_noise!r} need N-skew (partition 'N' or a "
+            f"combined one ending in '+N'), but partition={partition!r} adds no noise; "
+            "leave noise='fixed' and test_noise=False")
+
+
+def _suffix(noise: str, test_noise: bool) -> str:
+    return ("-perload" if noise == "per_load" else "") + ("-noisytest" if test_noise else "")
+
+
+def _noisy_tests(clients: list[Client], sigmas: np.ndarray, rng) -> list[Client]:
+    """The clients with noise of their own sd on their test images (drawn in order)."""
+    out = []
+    for c, s in zip(clients, sigmas, strict=True):
+        if s > 0:
+            X = (c.X_test + rng.normal(0.0, s, size=c.X_test.shape)).astype(np.float32)
+            c = replace(c, X_test=X)
+        out.append(c)
+    return out
 
 
 def _noise(partition: str, param, n_clients: int) -> np.ndarray:
@@ -99,12 +157,14 @@ def _local_test(y_test: np.ndarray, proportions: np.ndarray, size: int, rng) -> 
 @register_scenario("image")
 def make_image_scenario(dataset="fashion_mnist", partition: str = "L", n_clients: int = 5,
                         param=None, n_train: int | None = None, n_test: int | None = None,
-                        test: str = "global", min_size: int = 10,
-                        random_state=0) -> FederatedScenario:
+                        test: str = "global", min_size: int = 10, random_state=0,
+                        noise: str = "fixed", test_noise: bool = False
+                        ) -> FederatedScenario:
     """Split an image dataset among clients.
 
     The scenario is named ``"<dataset>-<partition><param>"``, e.g.
-    ``"fashion_mnist-L0.1"``.
+    ``"fashion_mnist-L0.1"``, with ``"-perload"`` and/or ``"-noisytest"`` appended for
+    the N-skew readings (module docstring), e.g. ``"fashion_mnist-N0.5-perload"``.
 
     Parameters
     ----------
@@ -123,14 +183,21 @@ def make_image_scenario(dataset="fashion_mnist", partition: str = "L", n_clients
         Minimum training images per client.
     random_state : None, int or Generator
         Seeds the subset, the partition and the noise.
+    noise : {"fixed", "per_load"}, default="fixed"
+        When N-skew's training noise is drawn (module docstring); N-skew only.
+    test_noise : bool, default=False
+        Put each client's N-skew noise on its test images too; N-skew only.
 
     Returns
     -------
     FederatedScenario
         One client per part; ``meta`` records the partition, its parameter (a combined
-        partition's pair as ``"0.5+2"``), the noise levels and the label distribution.
+        partition's pair as ``"0.5+2"``), the noise levels and the label distribution,
+        and ``"noise"`` / ``"test_noise"`` when they are not the defaults (the default's
+        ``meta`` is what it was before they existed, so its runs keep their keys).
     """
     check_choice(test, "test", TEST_PROTOCOLS)
+    _check_noise_options(partition, noise, test_noise)
     rng = check_random_state(random_state)
     data = dataset if isinstance(dataset, ImageDataset) else load_image_dataset(
         dataset, n_train=n_train, n_test=n_test, random_state=rng)
@@ -146,14 +213,23 @@ def make_image_scenario(dataset="fashion_mnist", partition: str = "L", n_clients
     for j, idx in enumerate(parts):
         X = data.X_train[idx]
         if sigmas[j] > 0:
-            X = (X + rng.normal(0.0, sigmas[j], size=X.shape)).astype(np.float32)
+            noisy = (X + rng.normal(0.0, sigmas[j], size=X.shape)).astype(np.float32)
+            X = noisy if noise == "fixed" else X  # per_load: drawn to keep the stream
         X_test, y_test = _test_of(data, test, dist[j], n_clients, rng,
                                   None if writers is None else np.unique(writers[idx]))
-        clients.append(Client(X, data.y_train[idx], X_test, y_test, n_classes=data.n_classes))
-    name = f"{data.name}-{_label(partition, param)}"
+        extra = {"load_noise_sd": float(sigmas[j])} if noise == "per_load" else {}
+        clients.append(Client(X, data.y_train[idx], X_test, y_test, n_classes=data.n_classes,
+                              **extra))
+    if test_noise:
+        clients = _noisy_tests(clients, sigmas, rng)
+    name = f"{data.name}-{_label(partition, param)}{_suffix(noise, test_noise)}"
     if partition in COMBINED:  # one value per row of a results table: "0.5+2"
         param = "+".join(str(v) for _, v in split_kind(partition, param))
     meta = {"dataset": data.name, "partition": partition, "param": param,
             "image_shape": data.image_shape, "n_classes": data.n_classes,
             "noise_levels": sigmas, "label_distribution": dist, "test": test}
+    if noise != "fixed":
+        meta["noise"] = noise
+    if test_noise:
+        meta["test_noise"] = True
     return FederatedScenario(name, clients, meta)

@@ -18,6 +18,16 @@ local model), and every model a client deploys is checked after each round's
 aggregation. Each raises with the client and the round named. The checks only read
 the vectors, so they change no number and no random draw.
 
+Per-load noise (:attr:`~topofl_lib.core.Client.load_noise_sd`, FedTopo's N-skew read as
+a data-loading transform): the engine hands each noisy client's sd and a seed
+(:func:`~topofl_lib.federated.local.load_noise_seed` of the run's seed and the client's
+index) to the learner, which adds a fresh draw to every mini-batch its ``gradient``
+loads. An algorithm that reads the clients' training inputs anywhere else (descriptors,
+feature means, a second forward pass, repeated steps on one batch) would see them
+clean, so only a class that declares ``load_noise = True`` *in its own body* accepts
+such clients (the flag is not inherited: a subclass is refused until it is checked);
+the others raise naming the method.
+
 Models are flat parameter vectors; what a vector means (logistic regression by
 default, a torch network when ``model`` is a :class:`topofl_lib.deep.TorchModel`) is
 the *learner*'s business (:mod:`topofl_lib.federated.local`), so each algorithm has
@@ -27,6 +37,7 @@ one implementation for every model class.
 from __future__ import annotations
 
 import hashlib
+from numbers import Integral
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -42,8 +53,9 @@ from .._validation import (
 )
 from ..core.containers import FederatedScenario
 from ..core.learner import ModelClass
+from ..core.seeds import draw_seed
 from ..data.preprocessing import client_scaler, standardise_clients
-from .local import LogisticLearner, client_streams, local_sgd, workspace
+from .local import LogisticLearner, client_streams, load_noise_seed, local_sgd, workspace
 from .solvers import SOLVERS, fit_logistic
 
 __all__ = ["EVALUATE_ON", "RNG_STREAMS", "FederatedAlgorithm", "client_streams"]
@@ -123,6 +135,10 @@ class FederatedAlgorithm(BaseEstimator):
     """
 
     name = "base"
+    #: Whether the class trains on the learner's mini-batches only, so that a client's
+    #: per-load noise reaches everything it learns from (see the module docstring).
+    #: Read from the class's own body, never inherited (:meth:`applies_load_noise`).
+    load_noise = False
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
                  model=None, random_state=None, rng_streams="shared", evaluate_on=None,
@@ -248,11 +264,54 @@ class FederatedAlgorithm(BaseEstimator):
         when = "" if self._round_number is None else f" (data of round {self._round_number})"
         client.validate(f"client {k}{when}")
 
+    @classmethod
+    def applies_load_noise(cls) -> bool:
+        """Whether this class accepts clients with per-load noise: ``load_noise = True``
+        in its own body (an inherited flag does not count).
+
+        Returns
+        -------
+        bool
+        """
+        return vars(cls).get("load_noise", False) is True
+
+    def _check_load_noise(self, scenario: FederatedScenario) -> None:
+        """Refuse per-load noise this fit could not apply to everything it trains on."""
+        noisy = sorted({c.load_noise_sd for cl in (scenario.clients, *scenario.schedule.values())
+                        for c in cl if c.load_noise_sd > 0})
+        if not noisy:
+            return
+        if not self.applies_load_noise():
+            raise ValueError(
+                f"{type(self).__name__} ({self.name}) cannot apply per-load noise, and the "
+                f"scenario has clients with load_noise_sd in {noisy}: the method does not "
+                "train on the learner's mini-batches alone (it reads the training inputs "
+                "elsewhere, or steps more than once on one batch), or has not been checked "
+                "for it; use a method that applies it (FedAvg, FedTopo...) or the "
+                "scenario's noise='fixed'")
+        if self.evaluation_["standardise"]:
+            raise ValueError("per-load noise (load_noise_sd) is in the scenario's units, but "
+                             "standardise=True rescales the inputs; use standardise=False")
+        seed = self.random_state
+        self._noise_entropy = (int(seed) if isinstance(seed, Integral)
+                               and not isinstance(seed, bool) else draw_seed(self._rng))
+
     def _load_client(self, k: int, client) -> None:
-        """(Re)build client ``k``'s training and test arrays (round 0 and schedule changes)."""
+        """(Re)build client ``k``'s training and test arrays (round 0 and schedule changes).
+
+        A client with per-load noise gets it from the learner, seeded by
+        :func:`~topofl_lib.federated.local.load_noise_seed` (the run's seed, ``k`` and the
+        round whose data are loaded; a run without an int seed draws the base once from
+        its generator), so the same seed gives the same noise.
+        """
         self._clients[k] = client
-        self._data[k] = self.learner_.client_data(self._features(k, client.X_train),
-                                                  client.y_train)
+        X = self._features(k, client.X_train)
+        if client.load_noise_sd > 0:
+            seed = load_noise_seed(self._noise_entropy, k, self._round_number or 0)
+            self._data[k] = self.learner_.client_data(
+                X, client.y_train, noise_sd=client.load_noise_sd, noise_seed=seed)
+        else:
+            self._data[k] = self.learner_.client_data(X, client.y_train)
         self._n[k] = client.n_train
         self._tests[k] = (self._features(k, client.X_test), client.y_test)
 
@@ -269,6 +328,7 @@ class FederatedAlgorithm(BaseEstimator):
         if self.evaluation_["standardise"]:
             scenario = standardise_clients(scenario)
         self._rng = check_random_state(self.random_state)
+        self._check_load_noise(scenario)
         self._optima = {}
         clients = list(scenario.clients)
         self._round_number = None

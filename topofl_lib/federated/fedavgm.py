@@ -60,6 +60,7 @@ class FedAvgM(FedAvg):
     """
 
     name = "FedAvgM"
+    load_noise = True  # trains on the learner's mini-batches only
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
                  server_momentum=0.9, server_lr=1.0, model=None, random_state=None,

@@ -74,6 +74,7 @@ class FedDC(FederatedAlgorithm):
     """
 
     name = "FedDC"
+    load_noise = True  # trains on the learner's mini-batches only
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
                  alpha=0.01, model=None, random_state=None, rng_streams="shared",

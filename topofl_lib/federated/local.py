@@ -15,7 +15,10 @@ class: :class:`LogisticLearner` here, and torch networks through
 A *learner* is what an algorithm needs from a model class
 (:class:`topofl_lib.core.Learner`, the protocol):
 
-* ``client_data(X, y)``: the client's training data in the learner's own form;
+* ``client_data(X, y)``: the client's training data in the learner's own form
+  (``client_data(X, y, noise_sd=, noise_seed=)`` for a client with per-load noise,
+  :attr:`topofl_lib.core.Client.load_noise_sd`: a learner applies it to every
+  mini-batch ``gradient`` loads, or refuses it);
 * ``init_params(data)``: the initial parameter vector (``data`` is one client's
   ``client_data``, or ``None`` before any exists: logistic regression then returns
   ``None``, since its size depends on the features);
@@ -48,8 +51,8 @@ from ..core.learner import Workspace
 from ..storage import register_storable
 from .metrics import accuracy, roc_auc
 
-__all__ = ["LogisticLearner", "add_bias", "client_streams", "host_vectors", "local_sgd",
-           "logistic_gradient", "predict_proba", "workspace"]
+__all__ = ["LogisticLearner", "add_bias", "client_streams", "host_vectors", "load_noise_seed",
+           "local_sgd", "logistic_gradient", "predict_proba", "workspace"]
 
 #: True inside :func:`host_vectors`: learners' work spaces are ignored.
 _HOST_VECTORS: ContextVar[bool] = ContextVar("topofl_host_vectors", default=False)
@@ -237,7 +240,8 @@ class LogisticLearner:
     def __init__(self, C: float = 1.0):
         self.C = C
 
-    def client_data(self, X: np.ndarray, y: np.ndarray):
+    def client_data(self, X: np.ndarray, y: np.ndarray, noise_sd: float = 0.0,
+                    noise_seed: int | None = None):
         """``(X with a bias column, y as float, the client's L2 strength 1 / (C n))``.
 
         Parameters
@@ -246,12 +250,22 @@ class LogisticLearner:
             Training features.
         y : ndarray of shape (n,)
             Binary training labels.
+        noise_sd : float, default=0.0
+            Per-load noise (:attr:`topofl_lib.core.Client.load_noise_sd`): refused unless
+            0, since this learner trains on the arrays as they are.
+        noise_seed : int or None
+            Unused (the per-load noise's seed).
 
         Returns
         -------
         tuple
             ``(Xb, y, l2)``.
         """
+        if noise_sd != 0:
+            raise ValueError(f"the logistic learner (model=None) cannot add noise to its "
+                             f"mini-batches, got a client with load_noise_sd={noise_sd!r}; "
+                             "per-load noise needs a TorchModel, or add the noise to "
+                             "X_train once")
         return add_bias(X), np.asarray(y, dtype=np.float64), 1.0 / (self.C * X.shape[0])
 
     def init_params(self, data) -> np.ndarray | None:
@@ -329,6 +343,33 @@ class LogisticLearner:
             ``X`` itself.
         """
         return X
+
+
+def load_noise_seed(random_state: int, k: int, round_number: int = 0) -> int:
+    """The seed of client ``k``'s per-load noise (:attr:`topofl_lib.core.Client.load_noise_sd`).
+
+    ``SeedSequence(random_state, spawn_key=(k, 2, round_number))``: beside
+    :func:`client_streams`' two streams (``(k, 0)``, ``(k, 1)``) and independent of them,
+    so adding the noise changes neither the mini-batch orders nor the subsamples, and a
+    client that knows the run seed and its index can draw the same noise.
+
+    Parameters
+    ----------
+    random_state : int
+        The run's seed.
+    k : int
+        The client's index.
+    round_number : int, default=0
+        The round whose data the client loads (0 at the start; a continual scenario's
+        round when its data change), so new data get new noise.
+
+    Returns
+    -------
+    int
+        A seed in ``[0, 2**32)``.
+    """
+    sequence = np.random.SeedSequence(random_state, spawn_key=(k, 2, round_number))
+    return int(sequence.generate_state(1)[0])
 
 
 def client_streams(random_state: int, k: int) -> tuple[np.random.Generator, int]:

@@ -41,6 +41,7 @@ class LocalOnly(FederatedAlgorithm):
     """
 
     name = "Local-only"
+    load_noise = True  # trains on the learner's mini-batches only
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
                  model=None, random_state=None, rng_streams="shared", solver="sgd",

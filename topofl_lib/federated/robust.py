@@ -38,6 +38,7 @@ class CoordinateMedian(FedAvg):
     """
 
     name = "Median"
+    load_noise = True  # trains on the learner's mini-batches only
 
     def _aggregate(self, local):
         return np.median(local, axis=0)
@@ -57,6 +58,7 @@ class TrimmedMean(FedAvg):
     """
 
     name = "TrimmedMean"
+    load_noise = True  # trains on the learner's mini-batches only
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
                  trim=0.2, model=None, random_state=None, rng_streams="shared",
@@ -87,6 +89,7 @@ class Krum(FedAvg):
     """
 
     name = "Krum"
+    load_noise = True  # trains on the learner's mini-batches only
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
                  n_byzantine=None, model=None, random_state=None, rng_streams="shared",

@@ -75,6 +75,7 @@ class Scaffold(FederatedAlgorithm):
     """
 
     name = "SCAFFOLD"
+    load_noise = True  # trains on the learner's mini-batches only
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
                  server_lr=1.0, model=None, random_state=None, control_update="mean_change",

@@ -23,6 +23,13 @@ choices, each a parameter):
   channels`` maps per step), so ``tal_every`` trades fidelity for speed.
 * ``tal=False`` gives the ablation "w/o TAL", which is exactly FedAvg.
 
+Per-load noise (:attr:`~topofl_lib.core.Client.load_noise_sd`, the image scenario's
+``noise="per_load"``): the cross-entropy's mini-batches get a fresh noise draw every
+time they are loaded (the learner's ``gradient``); the TAL images (the round's
+``tal_samples``) are taken from the client's training images *clean*, once per round,
+since TAL compares the local and the global model on the same images and the paper
+puts no noise there.
+
 The loss is Eq. 5's squared Euclidean distance per sample, averaged over the batch.
 Its scale depends on the embedding (number of pairs, grid): ``tal_log_`` records
 every observed value, which is what the adaptive schedules' ``loss_range`` must be
@@ -84,6 +91,7 @@ class FedTopo(FedAvg):
     """
 
     name = "FedTopo"
+    load_noise = True  # CE on the learner's mini-batches; TAL images clean (docstring)
 
     def __init__(self, n_rounds=5, lr=0.01, local_epochs=5, batch_size=32, C=1.0,
                  model=None, block="conv1", tal=True, schedule=None, tal_samples=64,

@@ -144,6 +144,11 @@ def write_partitions(scenario: FederatedScenario, folder) -> list[Path]:
     list of Path
         The written files, in client order.
     """
+    noisy = [k for k, c in enumerate(scenario.clients) if c.load_noise_sd > 0]
+    if noisy:
+        raise ValueError(f"clients {noisy} have per-load noise (load_noise_sd > 0), which "
+                         "the Flower clients do not apply; build the scenario with "
+                         "noise='fixed'")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
