@@ -366,6 +366,36 @@ def test_table4_claim_values_round_one_and_last():
         table4_claim_values({"a": curves.assign(method="FedAvg")})
 
 
+def test_nskew_claim_values_per_reading():
+    """Each N-skew reading gives FedAvg's and FedTopo's ids; other methods are left out."""
+    from topofl_lib.studies.fedtopo import NSKEW_READINGS, nskew_claim_values
+
+    final = pd.DataFrame([{"method": m, "seed": k, "accuracy": 0.6 + 0.1 * k}
+                          for m in ("FedTopo", "FedAvg", "FedProx") for k in (1, 0)])
+    v = nskew_claim_values(dict.fromkeys(NSKEW_READINGS, final))
+    assert len(v) == 6 and set(v) <= set(load_paper_claims().index)
+    assert v["topofl.fedtopo.nskew.perload.fedavg"] == pytest.approx([60.0, 70.0])
+    with pytest.raises(ValueError, match=r"readings \['pixel'\]"):
+        nskew_claim_values({"pixel": final})
+
+
+def test_fedtopo_claim_notes_state_each_rows_rounds():
+    """The 10-round N-skew reading says 10 rounds; every other row the notebook's."""
+    from types import SimpleNamespace
+
+    from topofl_lib.studies.fedtopo import claim_notes
+
+    data = SimpleNamespace(y_train=np.zeros(60000), y_test=np.zeros(10000))
+    notes = claim_notes(["fedtopo.t1.fmnist.N.fedavg", "topofl.fedtopo.nskew.rounds10.fedavg",
+                         "topofl.fedtopo.nskew.perload.fedtopo"], data, 5, 5, 1)
+    assert notes["fedtopo.t1.fmnist.N.fedavg"] == (
+        "Fashion-MNIST 60000 train / 10000 test, 5 rounds x 5 epochs, TAL on every step")
+    assert "10 rounds x 5 epochs" in notes["topofl.fedtopo.nskew.rounds10.fedavg"]
+    assert "5 rounds" in notes["topofl.fedtopo.nskew.perload.fedtopo"]
+    assert "every 4-th step" in claim_notes(["fedtopo.t3.b.with"], data, 2, 1, 4)[
+        "fedtopo.t3.b.with"]
+
+
 def test_profiles_cpu_and_auto():
     """Every notebook has every profile; cpu is paper's protocol but for the deep notebooks."""
     for name, notebook in NOTEBOOKS.items():

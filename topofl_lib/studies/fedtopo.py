@@ -15,8 +15,10 @@ from ..fedtopo.screening import TopologyGuidedBlockScreening
 from ..results import load_paper_claims
 from .common import percent
 
-__all__ = ["SCHEDULE_KEYS", "TABLE1_METHODS", "TABLE4_SETTINGS", "block_table",
-           "fedtopo_claim_values", "table1_variants", "table4_claim_values", "tgbs_over_seeds"]
+__all__ = ["NSKEW_READINGS", "SCHEDULE_KEYS", "TABLE1_METHODS", "TABLE4_SETTINGS",
+           "block_table", "claim_notes", "fedtopo_claim_values", "nskew_claim_values",
+           "table1_variants",
+           "table4_claim_values", "tgbs_over_seeds"]
 
 #: FedTopo Table 1's sixteen methods, in the paper's row order.
 TABLE1_METHODS = ("FedAvg", "FedAvgM", "FedNova", "FedProx", "SCAFFOLD", "FedDyn", "MOON",
@@ -32,6 +34,15 @@ SCHEDULE_KEYS = {"warmup": "warmup", "piecewise": "piecewise", "linear": "linear
 #: run here on Fashion-MNIST with the CNN (a stand-in for CIFAR-10). Setting B leaves
 #: ``param`` to its default, Table 1's 0.1, so that its Smooth-Topo runs are Table 1's.
 TABLE4_SETTINGS = {"a": {"partition": "Q+K", "param": (0.5, 2)}, "b": {"partition": "L"}}
+#: Readings of N-skew beside Table 1's (noise drawn once, clean test images, Table C.3's 5
+#: rounds), run with FedAvg and FedTopo: ``{reading: (image scenario options, rounds)}``
+#: (rounds ``None``: the notebook's ``n_rounds``). ``perload`` draws the noise afresh
+#: every time an image is loaded, as a torchvision transform would; ``noisytest`` noises
+#: each client's copy of the test set with its own sd; ``rounds10`` is the main text's
+#: 10 rounds (Sec. 5.1; Table C.3 gives 5 for Fashion-MNIST).
+NSKEW_READINGS = {"perload": ({"noise": "per_load"}, None),
+                  "noisytest": ({"test_noise": True}, None),
+                  "rounds10": ({}, 10)}
 
 def tgbs_over_seeds(dataset, seeds, architecture: str = "fmnist_cnn", n_val: int = 1000,
                     progress: bool = True, **tgbs_params) -> pd.DataFrame:
@@ -139,6 +150,60 @@ def table1_variants(partition: str, methods, local_epochs: int, fedtopo: dict,
             ["FedTopo"], local_epochs=local_epochs, fedtopo=fedtopo,
             schedule={**schedule, "alpha_max": 100.0})["FedTopo"]
     return variants
+
+
+def claim_notes(ids, dataset, n_rounds: int, local_epochs: int, tal_every: int
+                ) -> dict[str, str]:
+    """The protocol of each claim row in one line: data, rounds, local epochs, TAL.
+
+    An N-skew reading with rounds of its own (:data:`NSKEW_READINGS`) says its rounds.
+
+    Parameters
+    ----------
+    ids : iterable of str
+        Claim ids of the notebook's measurements.
+    dataset : ImageDataset
+        The data the runs used (its training and test sizes are stated).
+    n_rounds, local_epochs, tal_every : int
+        The notebook's protocol.
+
+    Returns
+    -------
+    dict of str to str
+        ``{claim id: note}``.
+    """
+    tal = "TAL on every step" if tal_every == 1 else f"TAL on every {tal_every}-th step"
+    head = f"Fashion-MNIST {dataset.y_train.size} train / {dataset.y_test.size} test, "
+    notes = {}
+    for cid in ids:
+        rounds = n_rounds
+        if cid.startswith("topofl.fedtopo.nskew."):
+            rounds = NSKEW_READINGS[cid.split(".")[3]][1] or n_rounds
+        notes[cid] = f"{head}{rounds} rounds x {local_epochs} epochs, {tal}"
+    return notes
+
+
+def nskew_claim_values(finals: dict) -> dict[str, np.ndarray]:
+    """The ``topofl.fedtopo.nskew.*`` ids (percent) of FedAvg and FedTopo per reading.
+
+    Parameters
+    ----------
+    finals : dict
+        ``{reading: final}`` for readings of :data:`NSKEW_READINGS`, each a comparison's
+        ``final`` table (``method``, ``seed``, ``accuracy`` as a fraction).
+
+    Returns
+    -------
+    dict of str to ndarray
+        ``topofl.fedtopo.nskew.<reading>.<method>`` -> per-seed values, sorted by seed.
+    """
+    unknown = sorted(set(finals) - set(NSKEW_READINGS))
+    if unknown:
+        raise ValueError(f"finals holds readings {unknown}; expected some of "
+                         f"{list(NSKEW_READINGS)}")
+    return {f"topofl.fedtopo.nskew.{reading}.{METHOD_KEYS[method]}": percent(g)
+            for reading, final in finals.items()
+            for method, g in final.groupby("method") if method in ("FedAvg", "FedTopo")}
 
 
 def table4_claim_values(curves: dict) -> dict[str, np.ndarray]:
