@@ -1,7 +1,8 @@
 # The two commands of the README:
 #   make reproduce   set everything up, run the notebooks, write figures/ and results/
-#   make test        set up the environment (Python + Debian packages), run the unit tests,
-#                    nbval and ruff
+#   make test        set up the environment (Python + Debian packages), run ruff, build the
+#                    documentation site (warnings are errors), the unit tests and nbval
+#   make docs        build the documentation site into build/docs/html
 # PROFILE=auto runs the papers' protocols where a CUDA GPU is present and the CPU profile
 # (papers' protocols except for the two deep notebooks, reduced there) otherwise.
 # PROFILE=quick never publishes: it writes build/reproduce/quick/ (see the README).
@@ -15,7 +16,7 @@ STAMP   := $(VENV)/.installed-stamp
 LOCK    := constraints.txt
 APT_PACKAGES := chromium dataset-fashion-mnist
 
-.PHONY: setup system reproduce test lint lock benchmark flower clean
+.PHONY: setup system reproduce test docs lint lock benchmark flower clean
 
 $(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
@@ -48,13 +49,22 @@ reproduce: setup
 	$(PY) -m topofl_lib reproduce --profile $(PROFILE)
 
 test: $(STAMP) system
-	$(PY) -m ruff check topofl_lib tests benchmarks notebooks
+	$(PY) -m ruff check topofl_lib tests benchmarks notebooks docs
+	$(MAKE) docs
 	rm -rf $(CURDIR)/build/test-output/runs  # the notebooks' run store: fresh, so every run is computed
 	TOPOFL_OUTPUT_DIR=$(CURDIR)/build/test-output TOPOFL_CACHE_DIR=$(CURDIR)/build/test-output/runs \
-	  $(PY) -m pytest --nbval-lax
+	  TOPOFL_DOCS_HTML=$(CURDIR)/build/docs/html $(PY) -m pytest --nbval-lax
+
+# The documentation site (docs/): Sphinx, warnings as errors, a fresh environment (-E) so
+# that every page is read again; the API pages, the executed notebooks of
+# results/notebooks/ (never run again), the results page and the papers' citations are
+# made from the repository at build time. tests/test_docs_site.py opens it in Chromium.
+docs: $(STAMP)
+	$(PY) -m sphinx -W --keep-going -E -q -b html -d build/docs/doctrees docs build/docs/html
+	@echo "documentation: build/docs/html/index.html"
 
 lint: $(STAMP)
-	$(PY) -m ruff check topofl_lib tests benchmarks notebooks
+	$(PY) -m ruff check topofl_lib tests benchmarks notebooks docs
 
 benchmark: $(STAMP)
 	$(PY) benchmarks/run_benchmarks.py

@@ -421,7 +421,7 @@ class FederatedAlgorithm(BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n, n_features_in_)
+        X : array-like of shape (n, ``n_features_in_``)
             Raw features.
         client : int, default=0
             The client whose deployed model (the global, its cluster's or its own) is used.

@@ -104,7 +104,7 @@ class TopoflStrategy(FedAvg):
         with pTopoFL's augmentation when on).
     state_ : dict
         The round-0 server state (clusters, trust, Eq. 6 weights).
-    cluster_models_ : ndarray of shape (n_clusters, n_params_)
+    cluster_models_ : ndarray of shape (n_clusters, ``n_params_``)
         The current cluster models.
     signatures_ : list of ndarray of shape (K, DESCRIPTOR_DIM)
         The descriptors recorded at round 0 and after each training round.

@@ -199,7 +199,7 @@ def paper_gaps(result: ComparisonResult, reference: str = "pTopoFL",
     :data:`PAPER_ROW_OF`), the columns are ``paper_gap``, our ``mean_diff`` with its 95%
     t-interval ``ci_low``/``ci_high``, the standard deviation ``sd_seed`` of the per-seed
     differences, and ``z = (paper_gap - mean_diff) / sd_seed``: how unusual the paper's
-    gap would be as a single run of our protocol (|z| > 2: the paper's gap does not
+    gap would be as a single run of our protocol (``|z| > 2``: the paper's gap does not
     come from the same mechanism). Methods without a paper row are left out.
 
     Parameters
