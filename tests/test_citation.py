@@ -7,11 +7,11 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import nbformat
 import pytest
-import tomllib
 import yaml
 
 from topofl_lib.citation import PAPERS, bibtex, reference

@@ -593,7 +593,7 @@ NOT_MEASURED: tuple[tuple[str, str], ...] = (
 #: README numbers that are not measurements, or not ours: ``(regex on the line,
 #: reason)``. A number inside a match is not checked.
 README_ALLOWED: tuple[tuple[str, str], ...] = (
-    (r"Python ≥ 3\.10", "the lowest Python version supported"),
+    (r"Python ≥ 3\.11", "the lowest Python version supported"),
     (r"CPython 3\.11", "the Python version the lock file is compiled for"),
     (r"the committed runs: [^)|]*", "wall-clock durations of the committed runs; "
      "results/environment.json records when each notebook finished, not how long it ran"),
