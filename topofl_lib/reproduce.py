@@ -65,7 +65,6 @@ store is (:func:`run_store`).
 from __future__ import annotations
 
 import argparse
-import fcntl
 import functools
 import os
 import shutil
@@ -79,7 +78,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from ._validation import check_int
-from .environment import git_state, machine_record, run_record
+from .environment import distribution_version, git_state, machine_record, run_record
 from .flower import cli as flower_cli
 from .notebook_params import COMMON, NOTEBOOKS, PROFILES, Notebook, parameters_cell
 from .progress import ENV_PROGRESS, ProgressWatcher
@@ -95,8 +94,9 @@ from .publish import (
 from .results import NOT_RUN_PROFILE, PAPER_DATA_PROFILE
 from .run_cache import default_cache_dir
 
-__all__ = ["NotebookFailed", "ProfileRefused", "ReproduceError", "main", "reproduce",
-           "kernel_environment", "resolve_profile", "rewrite_summary", "run_store"]
+__all__ = ["NO_FILE_LOCKS", "NotebookFailed", "ProfileRefused", "ReproduceError", "console",
+           "kernel_environment", "main", "reproduce", "resolve_profile", "rewrite_summary",
+           "run_store"]
 
 
 class ReproduceError(RuntimeError):
@@ -236,8 +236,19 @@ def run_store(notebook: str | Path, profile: str) -> Path | None:
     return None
 
 
+#: Why ``reproduce`` cannot run where Python has no ``fcntl`` (Windows), and what to do.
+NO_FILE_LOCKS = ("reproduce locks its output folders with POSIX file locks (Python's fcntl "
+                 "module), which this platform does not have: run it on Linux or macOS, or "
+                 "in WSL 2 on Windows; a single notebook runs without it through papermill "
+                 "or JupyterLab (it writes to build/interactive/)")
+
+
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
+    try:
+        import fcntl  # POSIX only: imported here, so that the module imports everywhere
+    except ImportError:
+        raise ReproduceError(NO_FILE_LOCKS) from None
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as fh:
         try:
@@ -493,13 +504,18 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point.
+def main(argv: list[str] | None = None, prog: str = "python -m topofl_lib") -> int:
+    """Command-line entry point: ``python -m topofl_lib`` and the ``topofl`` command.
+
+    ``reproduce`` (this module), ``flower`` (:mod:`topofl_lib.flower.cli`) and
+    ``--version`` (the installed distribution's version).
 
     Parameters
     ----------
     argv : list of str, optional
         The arguments (default: ``sys.argv[1:]``).
+    prog : str, default="python -m topofl_lib"
+        The command's name, as usage and error lines print it.
 
     Returns
     -------
@@ -507,7 +523,9 @@ def main(argv: list[str] | None = None) -> int:
         The exit status: 0, 2 for an error found before any notebook started (printed as
         one line), 1 for a notebook that failed or could not be published.
     """
-    parser = _OneLineErrors(prog="python -m topofl_lib")
+    parser = _OneLineErrors(prog=prog)
+    parser.add_argument("--version", action="version",
+                        version=f"topofl {distribution_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     rep = sub.add_parser("reproduce", help="run the notebooks; cpu/paper publish into "
                                            "figures/ and results/, quick into build/")
@@ -544,6 +562,19 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"wrote {path} and {path.with_name('comparison.md')}")
     return 0
+
+
+def console() -> int:
+    """The ``topofl`` console script (``pyproject.toml``'s ``[project.scripts]``).
+
+    The same command line as ``python -m topofl_lib`` (:func:`main`), named ``topofl``.
+
+    Returns
+    -------
+    int
+        :func:`main`'s exit status.
+    """
+    return main(prog="topofl")
 
 
 def _summary_only(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
