@@ -32,6 +32,7 @@ from topofl_lib.reproduce import (
     ReproduceError,
     console,
     figure_renderer,
+    kernel_manager_config,
     main,
     reproduce,
 )
@@ -499,6 +500,36 @@ def test_without_fcntl_reproduce_says_what_to_do(tmp_path):
                                   "locks (Python's fcntl module)")
     assert "WSL 2" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_reproduce_prints_no_spurious_warning(repo):
+    """A notebook run by reproduce, in a process of its own as ``make reproduce`` runs it:
+    its stderr has neither ipykernel's "Kernel is running over TCP without encryption"
+    (the kernel gets CurveZMQ keys, kernel_manager_config) nor nbformat's
+    MissingIDFieldWarning nor papermill's "Unable to parse line"."""
+    code = REGISTRY_CODE + (
+        "from topofl_lib.reproduce import reproduce\n"
+        f"reproduce('quick', ['tiny_a'], {str(repo / 'notebooks')!r}, {str(repo)!r}, "
+        "notebooks=REGISTRY)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=repo, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (repo / "build" / "reproduce" / "quick" / "results" / "claims" / "tiny_a.csv").exists()
+    for spurious in ("without encryption", "MissingIDFieldWarning", "Unable to parse",
+                     "Passed unknown parameter"):
+        assert spurious not in done.stderr, done.stderr
+
+
+def test_kernel_manager_config_asks_for_encryption():
+    """reproduce's kernels are provisioned with CurveZMQ keys where the kernel spec allows,
+    and the notebooks' kernel spec (ipykernel's) allows it."""
+    from jupyter_client import KernelManager
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    manager = KernelManager(kernel_name="python3", config=kernel_manager_config())
+    assert manager.transport_encryption == "auto"
+    spec = KernelSpecManager().get_kernel_spec("python3")
+    assert "curve" in spec.metadata.get("supported_encryption", [])
 
 
 def test_without_fork_flower_says_what_to_do(monkeypatch, capsys, tmp_path):

@@ -25,6 +25,9 @@ Where it writes:
   ``make reproduce`` runs) keeps such a notebook's published results instead, says so,
   and runs the others.
 
+The kernels talk to ``reproduce`` over CurveZMQ-encrypted sockets
+(:func:`kernel_manager_config`), so ipykernel has no unencrypted transport to warn about.
+
 Each executed notebook keeps its outputs, so a reader sees its tables and figures on the
 web: the kernels run with plotly's renderer ``plotly_mimetype+png`` (each figure also as a
 static PNG; where kaleido cannot export, e.g. without Chromium, interactive only, with a
@@ -95,8 +98,8 @@ from .results import NOT_RUN_PROFILE, PAPER_DATA_PROFILE
 from .run_cache import default_cache_dir
 
 __all__ = ["NO_FILE_LOCKS", "NotebookFailed", "ProfileRefused", "ReproduceError", "console",
-           "kernel_environment", "main", "reproduce", "resolve_profile", "rewrite_summary",
-           "run_store"]
+           "kernel_environment", "kernel_manager_config", "main", "reproduce",
+           "resolve_profile", "rewrite_summary", "run_store"]
 
 
 class ReproduceError(RuntimeError):
@@ -205,6 +208,27 @@ def kernel_environment(base: Mapping[str, str], progress_file: Path) -> dict[str
         Name -> value, set in ``os.environ`` while the kernel starts.
     """
     return {**base, ENV_PROGRESS: str(progress_file)}
+
+
+def kernel_manager_config():
+    """The settings of the notebooks' kernel managers: CurveZMQ transport encryption.
+
+    ipykernel (7.4 and later) warns "Kernel is running over TCP without encryption" when
+    its manager gives it no CurveZMQ keys, as a kernel manager does by default. With
+    ``transport_encryption="auto"`` jupyter_client (8.10 and later) makes those keys for a
+    kernel whose spec declares support (ipykernel's does), so the kernel's messages are
+    encrypted and there is nothing to warn about; a kernel without the support runs as
+    before. ``reproduce`` passes it to papermill (``config=``), which hands it to nbclient's
+    kernel manager.
+
+    Returns
+    -------
+    traitlets.config.Config
+        ``{"KernelManager": {"transport_encryption": "auto"}}``.
+    """
+    from traitlets.config import Config
+
+    return Config({"KernelManager": {"transport_encryption": "auto"}})
 
 
 def run_store(notebook: str | Path, profile: str) -> Path | None:
@@ -470,7 +494,7 @@ def _run(names: list[str], registry: Mapping[str, Notebook], notebooks_dir: Path
                 pm.execute_notebook(str(notebooks_dir / f"{name}.ipynb"), str(executed),
                                     parameters=params,
                                     cwd=str(notebooks_dir), kernel_name=kernel,
-                                    progress_bar=False)
+                                    progress_bar=False, config=kernel_manager_config())
         except Exception as exc:  # papermill's error carries the cell's exception
             what = (f"{exc.ename}: {exc.evalue}" if isinstance(exc, pm.PapermillExecutionError)
                     else f"{type(exc).__name__}: {exc}")
