@@ -77,6 +77,7 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
@@ -96,6 +97,9 @@ from .publish import (
 )
 from .results import NOT_RUN_PROFILE, PAPER_DATA_PROFILE
 from .run_cache import default_cache_dir
+
+if TYPE_CHECKING:  # traitlets comes with Jupyter (the notebooks extra): imported on use
+    from traitlets.config import Config
 
 __all__ = ["NO_FILE_LOCKS", "NotebookFailed", "ProfileRefused", "ReproduceError", "console",
            "kernel_environment", "kernel_manager_config", "main", "reproduce",
@@ -210,7 +214,7 @@ def kernel_environment(base: Mapping[str, str], progress_file: Path) -> dict[str
     return {**base, ENV_PROGRESS: str(progress_file)}
 
 
-def kernel_manager_config():
+def kernel_manager_config() -> Config:
     """The settings of the notebooks' kernel managers: CurveZMQ transport encryption.
 
     ipykernel (7.4 and later) warns "Kernel is running over TCP without encryption" when
