@@ -18,7 +18,11 @@ APT_PACKAGES := chromium dataset-fashion-mnist
 
 .PHONY: setup system reproduce test docs lint lock benchmark flower clean
 
+# topofl needs Python >= 3.11 (pyproject.toml's requires-python; the lock file is compiled
+# for 3.11): another interpreter stops here with one line, before a venv is made.
 $(STAMP): pyproject.toml $(LOCK)
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+	  echo "error: topofl needs Python >= 3.11; '$(PYTHON)' is $$($(PYTHON) --version 2>/dev/null || echo 'not found'): run make with PYTHON=python3.11 (or newer)" >&2; exit 2; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c $(LOCK) -e ".[all]"

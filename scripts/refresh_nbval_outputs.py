@@ -20,6 +20,8 @@ from pathlib import Path
 import nbformat
 import papermill as pm
 
+from topofl_lib.reproduce import kernel_manager_config
+
 MARK = "# NBVAL_CHECK_OUTPUT"
 
 
@@ -28,7 +30,8 @@ def refresh(path: Path) -> None:
         os.environ["TOPOFL_OUTPUT_DIR"] = tmp
         os.environ["TOPOFL_CACHE_DIR"] = str(Path(tmp) / "runs")  # every run computed
         out = Path(tmp) / path.name
-        pm.execute_notebook(str(path), str(out), cwd=str(path.parent), progress_bar=False)
+        pm.execute_notebook(str(path), str(out), cwd=str(path.parent), progress_bar=False,
+                            config=kernel_manager_config())
         executed = nbformat.read(out, as_version=4)
     nb = nbformat.read(path, as_version=4)
     runs = [c for c in executed.cells if c.cell_type == "code"]

@@ -21,6 +21,7 @@ from topofl_lib.topology import (
     topological_descriptor,
 )
 from topofl_lib.topology import persistence as persistence_module
+from topofl_lib.topology.distances import WASSERSTEIN
 
 
 @pytest.fixture(scope="module")
@@ -187,6 +188,31 @@ def test_diagram_distances_properties():
     np.testing.assert_allclose(np.diag(D), 0.0)
     assert D[0, 2] == pytest.approx(0.0, abs=1e-12)
     assert D[0, 1] > 0 and D[1, 3] > 0
+
+
+def test_diagram_distance_is_1_wasserstein_with_euclidean_ground_metric():
+    """persim's distance, worked out by hand: W_1 (costs summed, not squared) with the
+    Euclidean ground metric (not L-infinity), a point to the diagonal at (d - b)/sqrt(2).
+
+    a = {(0, 4), (10, 14)}, b = {(1, 5), (10, 17)}. The optimal matching pairs (0, 4) with
+    (1, 5) at sqrt(1 + 1) and (10, 14) with (10, 17) at 3: W_1 = 3 + sqrt(2) = 4.414.
+    Any other matching costs more (sending (0, 4) and (1, 5) to the diagonal alone costs
+    (4 + 4)/sqrt(2) = 5.66). The L-infinity ground metric would give 1 + 3 = 4, the
+    2-Wasserstein distance sqrt(2 + 9) = 3.317.
+    """
+    import persim
+
+    a = np.array([[0.0, 4.0], [10.0, 14.0]])
+    b = np.array([[1.0, 5.0], [10.0, 17.0]])
+    assert persim.wasserstein(a, b) == pytest.approx(3 + np.sqrt(2), abs=1e-12)
+    # one point against an empty diagram: its Euclidean distance to the diagonal
+    assert persim.wasserstein(np.array([[1.0, 3.0]]), np.empty((0, 2))) == pytest.approx(
+        np.sqrt(2), abs=1e-12)
+    # diagram_distances sums H0 and H1: here H0 differs by the point (0, 2) only
+    h0_a, h0_b = np.array([[0.0, 2.0], [0.0, 1.0]]), np.array([[0.0, 1.0]])
+    D = diagram_distances([[h0_a, a], [h0_b, b]])
+    assert D[0, 1] == pytest.approx(np.sqrt(2) + 3 + np.sqrt(2), abs=1e-12)
+    assert WASSERSTEIN == "1-Wasserstein distance (Euclidean ground metric)"
 
 
 # -- errors that say which client and what to change (issue 12) ---------------------

@@ -72,6 +72,9 @@ def test_widgets_update_figures_in_place():
     assert "cluster 2" in app.status["server"].value
     app.controls["dim"].value = 0
     assert "H0" in app.status["pair"].value
+    # the label names the distance persim computes (tests/test_descriptor.py pins it)
+    assert "1-Wasserstein distance (Euclidean ground metric) of the H0 diagrams" in \
+        app.status["pair"].value
     app.controls["scenario"].value = "gfc:blobs2d"
     assert app.data.n_clients == 10 and app.controls["n_clusters"].max == 10
     assert len(app.controls["client"].options) == 10

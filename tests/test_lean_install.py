@@ -16,10 +16,10 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
-import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Packages that ``import topofl_lib`` must not import (scientific stack included: the

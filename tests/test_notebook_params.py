@@ -112,7 +112,7 @@ def test_every_profile_value_is_valid_and_complete():
         Notebook("x", spec={"betas": (ListOf(Real(0.0, 1.0)), "beta sweep")}, shared={},
                  quick={"betas": [2.0]}, paper={"betas": [0.5]})
     for entry in (ListOf(Real(0.0, 1.0)), (ListOf(Real(0.0, 1.0)), ""),
-                  (ListOf(Real(0.0, 1.0)), "two\nlines")):
+                  (ListOf(Real(0.0, 1.0)), "two\nlines"), (ListOf(Real(0.0, 1.0)), ">= 0")):
         with pytest.raises(ValueError, match=r"spec\['betas'\] must be \(value spec, one-line "
                                              r"help\)"):
             Notebook("x", spec={"betas": entry}, shared={"betas": [0.5]}, quick={}, paper={})
@@ -368,3 +368,32 @@ def test_parameters_cell_of_every_notebook_takes_what_reproduce_passes():
         names = parameters_cell(REPO / "notebooks" / f"{name}.ipynb",
                                 ["profile", "output_dir", *notebook.execution])
         assert names == {"profile", "output_dir", *notebook.spec, *notebook.execution}
+
+
+# -- issue 28: a clean first run -------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(NOTEBOOKS))
+def test_papermill_reads_every_parameter_without_a_warning(name, caplog):
+    """papermill parses each line of the parameters cell (a help with a second '=' would
+    make it log "Unable to parse line ..." on every run) and finds every parameter."""
+    with caplog.at_level("WARNING", logger="papermill"):
+        found = pm.inspect_notebook(str(REPO / "notebooks" / f"{name}.ipynb"))
+    assert [r.getMessage() for r in caplog.records] == []
+    assert set(found) == {"profile", *NOTEBOOKS[name].spec, *NOTEBOOKS[name].execution,
+                          "output_dir"}
+
+
+def test_every_notebook_has_unique_cell_ids():
+    """nbformat 4.5 with an id on every cell: reading one (papermill, nbval, reproduce)
+    emits no MissingIDFieldWarning, and an edit with nbformat keeps the ids."""
+    import warnings
+
+    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # MissingIDFieldWarning, DuplicateCellId
+            nb = nbformat.read(path, as_version=4)
+            nbformat.validate(nb)
+        assert (nb.nbformat, nb.nbformat_minor) >= (4, 5), path.name
+        ids = [cell.get("id") for cell in nb.cells]
+        assert all(ids) and len(set(ids)) == len(ids), path.name

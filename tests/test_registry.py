@@ -5,12 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import tomllib
 from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 import pytest
-import tomllib
 
 from topofl_lib.core import (
     FederatedScenario,

@@ -7,6 +7,7 @@ claim row; flag files make it hang (after writing its figures) or fail.
 """
 
 import hashlib
+import importlib
 import importlib.metadata
 import json
 import os
@@ -14,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from datetime import datetime
 from pathlib import Path
 
@@ -28,7 +30,9 @@ from topofl_lib.publish import PLOTLY_MIME, fit_notebook, write_summary
 from topofl_lib.reproduce import (
     ProfileRefused,
     ReproduceError,
+    console,
     figure_renderer,
+    kernel_manager_config,
     main,
     reproduce,
 )
@@ -437,6 +441,104 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert err.startswith("error: notebook(s)") and "nope" in err
     assert not (tmp_path / "build").exists()
+
+
+# -- issue 28: the topofl command ------------------------------------------------------
+
+
+def _console(monkeypatch, *args: str) -> int:
+    """Run the ``topofl`` console script's function with ``args``: its exit status."""
+    monkeypatch.setattr(sys, "argv", ["topofl", *args])
+    try:
+        return console()
+    except SystemExit as exit_:
+        return exit_.code
+
+
+def test_console_script_is_declared_and_is_the_cli():
+    """pyproject's ``topofl`` script names :func:`console`, which runs :func:`main`."""
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    module, _, name = scripts["topofl"].partition(":")
+    assert getattr(importlib.import_module(module), name) is console
+
+
+def test_version_prints_the_package_version(monkeypatch, capsys):
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert _console(monkeypatch, "--version") == 0
+    assert capsys.readouterr().out == f"topofl {version}\n"
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0 and capsys.readouterr().out == f"topofl {version}\n"
+
+
+@pytest.mark.parametrize("args,message", [
+    ((), "topofl: error: the following arguments are required: command"),
+    (("frobnicate",), "topofl: error: argument command: invalid choice: 'frobnicate'"),
+    (("reproduce", "--workers", "0"),
+     "topofl reproduce: error: argument --workers: must be >= 1, got 0"),
+    (("flower", "--rounds", "ten"),
+     "topofl flower: error: argument --rounds: expected an integer, got 'ten'"),
+])
+def test_console_bad_arguments_one_line_exit_2(monkeypatch, capsys, args, message):
+    assert _console(monkeypatch, *args) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and out.err.startswith(message)
+    assert len(out.err.strip().splitlines()) == 1
+
+
+def test_without_fcntl_reproduce_says_what_to_do(tmp_path):
+    """Where Python has no fcntl (Windows) the module imports, and reproduce stops with one
+    line, status 2, before anything is written."""
+    code = ("import sys; sys.modules['fcntl'] = None\n"  # `import fcntl` raises ImportError
+            "from topofl_lib.reproduce import main\n"
+            f"sys.exit(main(['reproduce', '--only', 'continual_drift', '--notebooks-dir', "
+            f"{str(REPO / 'notebooks')!r}, '--output-dir', {str(tmp_path)!r}]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("error: reproduce locks its output folders with POSIX file "
+                                  "locks (Python's fcntl module)")
+    assert "WSL 2" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_reproduce_prints_no_spurious_warning(repo):
+    """A notebook run by reproduce, in a process of its own as ``make reproduce`` runs it:
+    its stderr has neither ipykernel's "Kernel is running over TCP without encryption"
+    (the kernel gets CurveZMQ keys, kernel_manager_config) nor nbformat's
+    MissingIDFieldWarning nor papermill's "Unable to parse line"."""
+    code = REGISTRY_CODE + (
+        "from topofl_lib.reproduce import reproduce\n"
+        f"reproduce('quick', ['tiny_a'], {str(repo / 'notebooks')!r}, {str(repo)!r}, "
+        "notebooks=REGISTRY)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=repo, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (repo / "build" / "reproduce" / "quick" / "results" / "claims" / "tiny_a.csv").exists()
+    for spurious in ("without encryption", "MissingIDFieldWarning", "Unable to parse",
+                     "Passed unknown parameter"):
+        assert spurious not in done.stderr, done.stderr
+
+
+def test_kernel_manager_config_asks_for_encryption():
+    """reproduce's kernels are provisioned with CurveZMQ keys where the kernel spec allows,
+    and the notebooks' kernel spec (ipykernel's) allows it."""
+    from jupyter_client import KernelManager
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    manager = KernelManager(kernel_name="python3", config=kernel_manager_config())
+    assert manager.transport_encryption == "auto"
+    spec = KernelSpecManager().get_kernel_spec("python3")
+    assert "curve" in spec.metadata.get("supported_encryption", [])
+
+
+def test_without_fork_flower_says_what_to_do(monkeypatch, capsys, tmp_path):
+    """Where Python has no os.fork (Windows), ``topofl flower`` stops with one line."""
+    monkeypatch.delattr(os, "fork")
+    assert _console(monkeypatch, "flower", "--workdir", str(tmp_path / "fl")) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("topofl flower: error: the local federation forks its SuperNodes")
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "fl").exists()
 
 
 # -- issue 23 --------------------------------------------------------------------------

@@ -318,7 +318,11 @@ def test_claim_files_are_read_at_six_significant_digits(tmp_path):
 def test_not_measured_and_allowed_patterns():
     pool = Pool()
     assert untraced("pTopoFL (Sec. 4.6) and Secs. 3.5, 4.5", pool) == []
-    assert [u.number for u in untraced("Python ≥ 3.10 and 1.5", pool,
+    # a paper's identifiers are not measurements; a number beside them still is
+    assert [u.number for u in untraced("arXiv:2603.04323, arXiv:2511.12628v2, "
+                                       "doi:10.1609/aaai.v40i28.39582 (0.841)", pool)] \
+        == ["0.841"]
+    assert [u.number for u in untraced("Python ≥ 3.11 and 1.5", pool,
                                        allowed=NOT_MEASURED + README_ALLOWED)] == ["1.5"]
 
 

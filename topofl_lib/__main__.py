@@ -1,4 +1,4 @@
-"""``python -m topofl_lib``: see :mod:`topofl_lib.reproduce`."""
+"""``python -m topofl_lib`` (and the ``topofl`` command): see :mod:`topofl_lib.reproduce`."""
 
 import sys
 

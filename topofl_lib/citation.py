@@ -1,18 +1,20 @@
-"""The three papers ``topofl`` reproduces: their full references, as text and as BibTeX.
+"""The three papers topofl reproduces: their references, as text and as BibTeX.
 
-``PAPERS`` maps a key (``"ptopofl"``, ``"fedtopo"``, ``"gfc"``) to the paper's record;
-:func:`reference` writes it as one plain-text line and :func:`bibtex` as a BibTeX entry.
-The documentation site's paper pages take their citations from here.
-
-The titles and authors are those printed in the paper texts the notebooks were written
-from; a field those texts do not give (an arXiv id, a year) is left out rather than
-guessed.
+:data:`PAPERS` holds, for each paper (keys ``"ptopofl"``, ``"fedtopo"``, ``"gfc"``), its
+title, authors, year, venue, arXiv identifier and address; :func:`reference` writes one
+plain-text line, :func:`bibtex` a BibTeX entry. The README's "How to cite" section, each
+notebook's first cell and ``CITATION.cff`` give the same references
+(``tests/test_citation.py`` checks that they agree with :data:`PAPERS`).
 
 Examples
 --------
->>> from topofl_lib.citation import reference
->>> reference("fedtopo")[:33]
-'Ke Hu, Liyao Xiang, Peng Tang and'
+>>> from topofl_lib.citation import PAPERS, reference
+>>> sorted(PAPERS)
+['fedtopo', 'gfc', 'ptopofl']
+>>> PAPERS["gfc"]["arxiv"]
+'2512.00849'
+>>> reference("fedtopo")  # doctest: +ELLIPSIS
+'Ke Hu, Liyao Xiang, Peng Tang and Weidong Qiu. FedTopo: ... arXiv:2511.12628, 2025.'
 """
 
 from __future__ import annotations
@@ -21,48 +23,55 @@ from types import MappingProxyType
 
 __all__ = ["PAPERS", "bibtex", "reference"]
 
-#: ``{key: record}``: ``title``, ``authors`` (a tuple), ``venue`` and ``year`` (``None``
-#: where the paper text does not give one), ``bibtex_type``.
-PAPERS = MappingProxyType({
-    "ptopofl": MappingProxyType({
-        "title": "pTopoFL: Privacy-Preserving Personalised Federated Learning via "
-                 "Persistent Homology",
-        "authors": ("Grégory Ginot", "Ian Morilla"),
-        "venue": "arXiv preprint",
-        "year": None,
-        "bibtex_type": "misc",
-    }),
-    "fedtopo": MappingProxyType({
-        "title": "FedTopo: Topology-Informed Representation Alignment in Federated "
-                 "Learning under Non-I.I.D. Conditions",
-        "authors": ("Ke Hu", "Liyao Xiang", "Peng Tang", "Weidong Qiu"),
-        "venue": "Proceedings of the AAAI Conference on Artificial Intelligence",
-        "year": 2026,
-        "bibtex_type": "inproceedings",
-    }),
-    "gfc": MappingProxyType({
-        "title": "Topological Federated Clustering via Gravitational Potential Fields "
-                 "under Local Differential Privacy",
-        "authors": ("Yunbo Long", "Jiaquan Zhang", "Xi Chen", "Alexandra Brintrup"),
-        "venue": None,
-        "year": None,
-        "bibtex_type": "misc",
-    }),
+
+def _paper(title: str, authors: tuple[tuple[str, str], ...], year: int, arxiv: str,
+           venue: str | None = None, doi: str | None = None) -> MappingProxyType:
+    """One read-only entry of :data:`PAPERS`; ``authors`` are (given names, family name)."""
+    return MappingProxyType({
+        "title": title, "authors": tuple(f"{given} {family}" for given, family in authors),
+        "author_names": authors, "year": year, "venue": venue, "arxiv": arxiv, "doi": doi,
+        "url": f"https://arxiv.org/abs/{arxiv}"})
+
+
+#: Key -> the paper: ``title``; ``authors`` (full names) and ``author_names`` ((given
+#: names, family name) pairs), in the paper's order; ``year``; ``venue`` (None for a
+#: preprint); ``arxiv`` (the identifier); ``doi`` (or None); ``url`` (its arXiv page).
+#: Titles and authors as the papers and their arXiv pages print them. FedTopo's text
+#: carries AAAI's copyright line but no proceedings reference, so it is cited as its
+#: arXiv preprint.
+PAPERS: MappingProxyType = MappingProxyType({
+    "ptopofl": _paper(
+        "pTopoFL: Privacy-Preserving Personalised Federated Learning via Persistent Homology",
+        (("Kelly L", "Vomo-Donfack"), ("Adryel", "Hoszu"), ("Grégory", "Ginot"),
+         ("Ian", "Morilla")),
+        2026, "2603.04323"),
+    "fedtopo": _paper(
+        "FedTopo: Topology-Informed Representation Alignment in Federated Learning under "
+        "Non-I.I.D. Conditions",
+        (("Ke", "Hu"), ("Liyao", "Xiang"), ("Peng", "Tang"), ("Weidong", "Qiu")),
+        2025, "2511.12628"),
+    "gfc": _paper(
+        "Topological Federated Clustering via Gravitational Potential Fields under Local "
+        "Differential Privacy",
+        (("Yunbo", "Long"), ("Jiaquan", "Zhang"), ("Xi", "Chen"), ("Alexandra", "Brintrup")),
+        2026, "2512.00849",
+        venue="Proceedings of the AAAI Conference on Artificial Intelligence (AAAI-26)",
+        doi="10.1609/aaai.v40i28.39582"),
 })
 
 
-def _paper(key: str):
+def _entry(key) -> MappingProxyType:
+    """The paper of ``key``; a ValueError naming the key and the known ones otherwise."""
     if not isinstance(key, str) or key not in PAPERS:
-        raise ValueError(f"key must be one of {sorted(PAPERS)}, got {key!r}")
+        raise ValueError(f"key must be one of {', '.join(sorted(PAPERS))}, got {key!r}")
     return PAPERS[key]
 
 
-def _authors(names: tuple[str, ...]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
 def reference(key: str) -> str:
-    """The paper's full reference as one plain-text line.
+    """The paper's reference as one plain-text line.
+
+    Authors, title, then the arXiv identifier and year of a preprint, or the venue, year,
+    arXiv identifier and DOI of a published paper.
 
     Parameters
     ----------
@@ -72,20 +81,24 @@ def reference(key: str) -> str:
     Returns
     -------
     str
-        Authors, title, venue and year (those the paper text gives), ending with a period.
 
     Raises
     ------
     ValueError
-        ``key`` is not one of the three papers; the message names it.
+        ``key`` is not one of :data:`PAPERS`.
     """
-    paper = _paper(key)
-    tail = ", ".join(str(paper[f]) for f in ("venue", "year") if paper[f] is not None)
-    return ". ".join(p for p in (_authors(paper["authors"]), paper["title"], tail) if p) + "."
+    paper = _entry(key)
+    names = paper["authors"]
+    authors = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+    if paper["venue"] is None:  # a preprint
+        return f"{authors}. {paper['title']}. arXiv:{paper['arxiv']}, {paper['year']}."
+    doi = f", doi:{paper['doi']}" if paper["doi"] else ""
+    return (f"{authors}. {paper['title']}. {paper['venue']}, {paper['year']}. "
+            f"arXiv:{paper['arxiv']}{doi}.")
 
 
 def bibtex(key: str) -> str:
-    """The paper's BibTeX entry, cite key ``key``.
+    """The paper's BibTeX entry (its citation key is ``key``).
 
     Parameters
     ----------
@@ -95,19 +108,37 @@ def bibtex(key: str) -> str:
     Returns
     -------
     str
-        The entry, one field a line.
+        The entry, ending with a newline.
 
     Raises
     ------
     ValueError
-        ``key`` is not one of the three papers; the message names it.
+        ``key`` is not one of :data:`PAPERS`.
+
+    Examples
+    --------
+    >>> print(bibtex("ptopofl"))  # doctest: +ELLIPSIS
+    @misc{ptopofl,
+      title = {{pTopoFL}: Privacy-Preserving Personalised ...},
+      author = {Vomo-Donfack, Kelly L and Hoszu, Adryel and Ginot, Grégory and Morilla, Ian},
+      year = {2026},
+      eprint = {2603.04323},
+      archiveprefix = {arXiv},
+      url = {https://arxiv.org/abs/2603.04323},
+    }
     """
-    paper = _paper(key)
-    venue_field = "booktitle" if paper["bibtex_type"] == "inproceedings" else "note"
-    fields = [("title", "{" + paper["title"] + "}"), ("author", " and ".join(paper["authors"]))]
+    paper = _entry(key)
+    short, colon, rest = paper["title"].partition(":")  # braced: BibTeX keeps its case
+    title = f"{{{short}}}{colon}{rest}" if colon else paper["title"]
+    fields = [("title", title),
+              ("author", " and ".join(f"{family}, {given}"
+                                      for given, family in paper["author_names"])),
+              ("year", str(paper["year"]))]
     if paper["venue"] is not None:
-        fields.append((venue_field, paper["venue"]))
-    if paper["year"] is not None:
-        fields.append(("year", str(paper["year"])))
-    body = ",\n".join(f"  {name} = {{{value}}}" for name, value in fields)
-    return f"@{paper['bibtex_type']}{{{key},\n{body}\n}}"
+        fields.append(("booktitle", paper["venue"]))
+    if paper["doi"]:
+        fields.append(("doi", paper["doi"]))
+    fields += [("eprint", paper["arxiv"]), ("archiveprefix", "arXiv"), ("url", paper["url"])]
+    body = "".join(f"  {name} = {{{value}}},\n" for name, value in fields)
+    kind = "misc" if paper["venue"] is None else "inproceedings"
+    return f"@{kind}{{{key},\n{body}}}\n"

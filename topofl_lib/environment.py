@@ -28,7 +28,7 @@ import os
 import platform
 import subprocess
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -216,7 +216,7 @@ def run_record(profile: str, git: Mapping[str, Any], workers: int | None = None
         With ``finished``, the current time in UTC (ISO 8601, seconds).
     """
     return {"profile": profile,
-            "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "finished": datetime.now(UTC).isoformat(timespec="seconds"),
             "git": dict(git), "workers": workers}
 
 

@@ -427,12 +427,13 @@ class Notebook:
     def __post_init__(self):
         for name, entry in self.spec.items():
             if not (isinstance(entry, tuple) and len(entry) == 2 and _one_line(entry[1])):
-                raise ValueError(f"spec[{name!r}] must be (value spec, one-line help), got "
-                                 f"{entry!r}")
+                raise ValueError(f"spec[{name!r}] must be (value spec, one-line help), the "
+                                 f"help without '=' ({_NO_EQUALS}), got {entry!r}")
         for name, text in self.execution.items():
             if name not in EXECUTION or not _one_line(text):
                 raise ValueError(f"execution[{name!r}] must be a one-line help of an "
-                                 f"EXECUTION parameter {sorted(EXECUTION)}, got {text!r}")
+                                 f"EXECUTION parameter {sorted(EXECUTION)}, without '=' "
+                                 f"({_NO_EQUALS}), got {text!r}")
         for profile in PROFILES:
             own = getattr(self, profile) if profile != "cpu" or self.cpu else self.paper
             given = {**self.shared, **own}
@@ -451,8 +452,14 @@ class Notebook:
         return dict(self._values[profile])
 
 
+#: Why a help may not contain "=": it is the comment of the parameter's line.
+_NO_EQUALS = "papermill's parser cannot read a parameter line with a second '=' and warns"
+
+
 def _one_line(text: Any) -> bool:
-    return isinstance(text, str) and bool(text.strip()) and "\n" not in text
+    """A help: one non-empty line without ``=`` (see :data:`_NO_EQUALS`)."""
+    return isinstance(text, str) and bool(text.strip()) and "\n" not in text \
+        and "=" not in text
 
 
 def _check_values(checks: Mapping[str, Any], values: Mapping[str, Any], context: str = ""):
@@ -566,7 +573,7 @@ NOTEBOOKS: dict[str, Notebook] = {
         "continual",
         # make_continual shifts at round 10 and needs shift_round <= n_rounds - 1
         spec={"n_seeds": (POSITIVE, "scenario realisations"),
-              "n_rounds": (Int(low=11), "rounds (>= 11: clients switch task at round 10)"),
+              "n_rounds": (Int(low=11), "rounds (at least 11: clients switch task at round 10)"),
               "drift_threshold": (Real(low=0.0, low_open=True),
                                   "Eq. 9 drift that triggers re-clustering")},
         shared={"n_rounds": 20, "drift_threshold": 0.12},
@@ -690,7 +697,7 @@ NOTEBOOKS: dict[str, Notebook] = {
               "n_train": (Int(low=10),
                           "training images per dataset (MNIST-5k has 4000 at most)"),
               "n_test": (Int(low=10), "test images per dataset (MNIST-5k has 1000 at most)"),
-              "n_clients": (Int(low=3), "clients (>= 3: pTopoFL forms 3 clusters)"),
+              "n_clients": (Int(low=3), "clients (at least 3: pTopoFL forms 3 clusters)"),
               "alphas": (ListOf(Real(low=0.0, low_open=True)), "Dirichlet concentrations"),
               "datasets": (ListOf(OneOf(IMAGE_DATASETS)), "fashion_mnist, mnist5k, digits"),
               "methods": (ListOf(OneOf(_DEEP_METHODS), contains=("pTopoFL",)),

@@ -25,6 +25,9 @@ Where it writes:
   ``make reproduce`` runs) keeps such a notebook's published results instead, says so,
   and runs the others.
 
+The kernels talk to ``reproduce`` over CurveZMQ-encrypted sockets
+(:func:`kernel_manager_config`), so ipykernel has no unencrypted transport to warn about.
+
 Each executed notebook keeps its outputs, so a reader sees its tables and figures on the
 web: the kernels run with plotly's renderer ``plotly_mimetype+png`` (each figure also as a
 static PNG; where kaleido cannot export, e.g. without Chromium, interactive only, with a
@@ -65,7 +68,6 @@ store is (:func:`run_store`).
 from __future__ import annotations
 
 import argparse
-import fcntl
 import functools
 import os
 import shutil
@@ -75,11 +77,12 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
 from ._validation import check_int
-from .environment import git_state, machine_record, run_record
+from .environment import distribution_version, git_state, machine_record, run_record
 from .flower import cli as flower_cli
 from .notebook_params import COMMON, NOTEBOOKS, PROFILES, Notebook, parameters_cell
 from .progress import ENV_PROGRESS, ProgressWatcher
@@ -95,8 +98,12 @@ from .publish import (
 from .results import NOT_RUN_PROFILE, PAPER_DATA_PROFILE
 from .run_cache import default_cache_dir
 
-__all__ = ["NotebookFailed", "ProfileRefused", "ReproduceError", "main", "reproduce",
-           "kernel_environment", "resolve_profile", "rewrite_summary", "run_store"]
+if TYPE_CHECKING:  # traitlets comes with Jupyter (the notebooks extra): imported on use
+    from traitlets.config import Config
+
+__all__ = ["NO_FILE_LOCKS", "NotebookFailed", "ProfileRefused", "ReproduceError", "console",
+           "kernel_environment", "kernel_manager_config", "main", "reproduce",
+           "resolve_profile", "rewrite_summary", "run_store"]
 
 
 class ReproduceError(RuntimeError):
@@ -207,6 +214,27 @@ def kernel_environment(base: Mapping[str, str], progress_file: Path) -> dict[str
     return {**base, ENV_PROGRESS: str(progress_file)}
 
 
+def kernel_manager_config() -> Config:
+    """The settings of the notebooks' kernel managers: CurveZMQ transport encryption.
+
+    ipykernel (7.4 and later) warns "Kernel is running over TCP without encryption" when
+    its manager gives it no CurveZMQ keys, as a kernel manager does by default. With
+    ``transport_encryption="auto"`` jupyter_client (8.10 and later) makes those keys for a
+    kernel whose spec declares support (ipykernel's does), so the kernel's messages are
+    encrypted and there is nothing to warn about; a kernel without the support runs as
+    before. ``reproduce`` passes it to papermill (``config=``), which hands it to nbclient's
+    kernel manager.
+
+    Returns
+    -------
+    traitlets.config.Config
+        ``{"KernelManager": {"transport_encryption": "auto"}}``.
+    """
+    from traitlets.config import Config
+
+    return Config({"KernelManager": {"transport_encryption": "auto"}})
+
+
 def run_store(notebook: str | Path, profile: str) -> Path | None:
     """The run store of ``notebook`` under ``profile``, or None if it keeps no runs.
 
@@ -236,8 +264,19 @@ def run_store(notebook: str | Path, profile: str) -> Path | None:
     return None
 
 
+#: Why ``reproduce`` cannot run where Python has no ``fcntl`` (Windows), and what to do.
+NO_FILE_LOCKS = ("reproduce locks its output folders with POSIX file locks (Python's fcntl "
+                 "module), which this platform does not have: run it on Linux or macOS, or "
+                 "in WSL 2 on Windows; a single notebook runs without it through papermill "
+                 "or JupyterLab (it writes to build/interactive/)")
+
+
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
+    try:
+        import fcntl  # POSIX only: imported here, so that the module imports everywhere
+    except ImportError:
+        raise ReproduceError(NO_FILE_LOCKS) from None
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as fh:
         try:
@@ -459,7 +498,7 @@ def _run(names: list[str], registry: Mapping[str, Notebook], notebooks_dir: Path
                 pm.execute_notebook(str(notebooks_dir / f"{name}.ipynb"), str(executed),
                                     parameters=params,
                                     cwd=str(notebooks_dir), kernel_name=kernel,
-                                    progress_bar=False)
+                                    progress_bar=False, config=kernel_manager_config())
         except Exception as exc:  # papermill's error carries the cell's exception
             what = (f"{exc.ename}: {exc.evalue}" if isinstance(exc, pm.PapermillExecutionError)
                     else f"{type(exc).__name__}: {exc}")
@@ -493,13 +532,18 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point.
+def main(argv: list[str] | None = None, prog: str = "python -m topofl_lib") -> int:
+    """Command-line entry point: ``python -m topofl_lib`` and the ``topofl`` command.
+
+    ``reproduce`` (this module), ``flower`` (:mod:`topofl_lib.flower.cli`) and
+    ``--version`` (the installed distribution's version).
 
     Parameters
     ----------
     argv : list of str, optional
         The arguments (default: ``sys.argv[1:]``).
+    prog : str, default="python -m topofl_lib"
+        The command's name, as usage and error lines print it.
 
     Returns
     -------
@@ -507,7 +551,9 @@ def main(argv: list[str] | None = None) -> int:
         The exit status: 0, 2 for an error found before any notebook started (printed as
         one line), 1 for a notebook that failed or could not be published.
     """
-    parser = _OneLineErrors(prog="python -m topofl_lib")
+    parser = _OneLineErrors(prog=prog)
+    parser.add_argument("--version", action="version",
+                        version=f"topofl {distribution_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     rep = sub.add_parser("reproduce", help="run the notebooks; cpu/paper publish into "
                                            "figures/ and results/, quick into build/")
@@ -544,6 +590,19 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"wrote {path} and {path.with_name('comparison.md')}")
     return 0
+
+
+def console() -> int:
+    """The ``topofl`` console script (``pyproject.toml``'s ``[project.scripts]``).
+
+    The same command line as ``python -m topofl_lib`` (:func:`main`), named ``topofl``.
+
+    Returns
+    -------
+    int
+        :func:`main`'s exit status.
+    """
+    return main(prog="topofl")
 
 
 def _summary_only(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

@@ -35,9 +35,10 @@ Used by ``tests/test_traceability.py`` and by :mod:`topofl_lib.readme_sections`.
   and sds), the papers' values, ``results/environment.json`` and
   ``results/manifest.json``. Outputs are read at their printed precision; the claim
   files are written with ``%.6g`` and read with six significant digits.
-- *Not measured*: section references (``Sec. 4.6``, :data:`NOT_MEASURED`), and in the
-  README the patterns of :data:`README_ALLOWED` (versions, a historical timing, the
-  paper's own differences) and the sections of :data:`README_EXEMPT` (benchmark
+- *Not measured*: section references (``Sec. 4.6``) and the identifiers of a paper's
+  reference (``arXiv:2603.04323``, a DOI), :data:`NOT_MEASURED`; and in the README the
+  patterns of :data:`README_ALLOWED` (versions, a historical timing, the paper's own
+  differences) and the sections of :data:`README_EXEMPT` (benchmark
   timings that no committed file records), each with its reason. Nothing else is
   exempt. The README's rendered sections are checked by equality with a fresh
   rendering instead (:func:`topofl_lib.readme_sections.stale_sections`).
@@ -585,12 +586,14 @@ class Untraced:
 NOT_MEASURED: tuple[tuple[str, str], ...] = (
     (r"\b(?:Sec(?:tion)?s?\.?|§)\s*\d+(?:\.\d+)*(?:\s*(?:[-–,/]|and)\s*\d+(?:\.\d+)*)*",
      "a reference to a section of a paper"),
+    (r"\barXiv:\d{4}\.\d{4,5}(?:v\d+)?", "an arXiv identifier (a paper's reference)"),
+    (r"\b(?:doi:)?10\.\d{4,9}/\S+", "a DOI (a paper's reference)"),
 )
 
 #: README numbers that are not measurements, or not ours: ``(regex on the line,
 #: reason)``. A number inside a match is not checked.
 README_ALLOWED: tuple[tuple[str, str], ...] = (
-    (r"Python ≥ 3\.10", "the lowest Python version supported"),
+    (r"Python ≥ 3\.11", "the lowest Python version supported"),
     (r"CPython 3\.11", "the Python version the lock file is compiled for"),
     (r"the committed runs: [^)|]*", "wall-clock durations of the committed runs; "
      "results/environment.json records when each notebook finished, not how long it ran"),

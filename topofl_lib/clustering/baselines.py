@@ -10,7 +10,8 @@ Every method privatises each client's records with
 * :class:`MUFC` (Pan et al., 2022): each client runs k-means++ and uploads centroids with
   their cluster sizes; the server runs size-weighted k-means on them. The unlearning
   and secure-aggregation machinery of MUFC does not change the clustering and is left out.
-* :class:`NNFC` (Wang et al., 2024, as described in ``gfc.txt``: local and global
+* :class:`NNFC` (Wang et al., 2024, as the GFC paper describes it: Long et al., AAAI-26,
+  arXiv:2512.00849, ``topofl_lib.citation.reference("gfc")``; local and global
   nearest-neighbour parameters ``k1``, ``k2``): each client keeps its ``n_local`` records
   of highest k1-nearest-neighbour density (inverse mean distance to the ``k1`` nearest
   records) as representatives; the server builds a symmetric ``k2``-nearest-neighbour

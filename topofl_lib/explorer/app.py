@@ -19,6 +19,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..topology.distances import WASSERSTEIN
 from ..viz.palette import (
     BLUE,
     CLUSTER_SERIES,
@@ -275,7 +276,7 @@ class PersistenceExplorer:
             fig.data[0].name, fig.data[1].name = f"client {i}", f"client {j}"
             fig.layout.title = f"H{dim} diagrams of clients {i} and {j} with the optimal matching"
         self.status["pair"].value = (
-            f"Wasserstein-2 distance of the H{dim} diagrams: <b>{m['wasserstein']:.4f}</b>; "
+            f"{WASSERSTEIN} of the H{dim} diagrams: <b>{m['wasserstein']:.4f}</b>; "
             f"pTopoFL descriptor distance D<sub>{i}{j}</sub>: "
             f"<b>{m['descriptor_distance']:.4f}</b>")
 

@@ -10,7 +10,8 @@ shows about them, computed once when the scenario is picked:
 
 Interactions then only do cheap work: :meth:`ExplorerData.server` re-runs the pTopoFL
 server rules (Eq. 6-8) for new ``M``, ``beta``, ``tau``; :meth:`ExplorerData.matching`
-computes the optimal Wasserstein matching of two diagrams (persim);
+computes the optimal matching of two diagrams and their 1-Wasserstein distance (persim,
+Euclidean ground metric);
 :func:`gfc_field` privatises the GFC clients at a new epsilon and evaluates the
 potential on a grid. Scenarios: ``"healthcare"`` and ``"benchmark"`` (pTopoFL), and
 ``"gfc:<dataset>"`` for the GFC datasets split among clients by GFC's Algorithm 5.
@@ -148,11 +149,12 @@ class ExplorerData:
             "adversarial": [c.adversarial for c in self.clients]})
 
     def matching(self, i: int, j: int, dim: int = 1) -> dict:
-        """Optimal Wasserstein-2 matching of clients ``i`` and ``j``'s ``H_dim`` diagrams.
+        """Optimal matching of clients ``i`` and ``j``'s ``H_dim`` diagrams (persim).
 
         Returns the two diagrams, ``segments`` (rows ``x0, y0, x1, y1``: matched points,
-        a point matched to the diagonal goes to its projection), the Wasserstein distance
-        and the descriptor distance :math:`D_{ij}`.
+        a point matched to the diagonal goes to its projection), their 1-Wasserstein
+        distance with the Euclidean ground metric (:func:`persim.wasserstein`; see
+        :mod:`topofl_lib.topology.distances`) and the descriptor distance :math:`D_{ij}`.
 
         Parameters
         ----------

@@ -2,7 +2,7 @@ r"""pTopoFL (Algorithm 1 of the paper) for logistic-regression clients.
 
 Round 0 (in ``fit``, before training): every client computes its topological
 descriptor :math:`\phi_k` from its training features; the server forms
-:math:`D_{ij}` (l2 distance of normalised descriptors, or diagram Wasserstein),
+:math:`D_{ij}` (l2 distance of normalised descriptors, or the diagrams' 1-Wasserstein),
 clusters the clients into ``n_clusters`` groups (average linkage) and computes trust
 weights (Eq. 8, threshold ``tau``). Each round, every client trains from its own
 cluster's blended model; the server aggregates within clusters with Eq. 6 weights and

@@ -13,7 +13,9 @@ For each candidate block of a network, on a labelled validation set:
 5. the block's AUC is the mean over metrics; the selected block maximises it.
 
 Metrics: ``"pi_euclidean"`` and ``"pi_cosine"`` on the persistence images, and
-``"bottleneck"`` and ``"wasserstein"`` (persim) on the diagrams, summed over
+``"bottleneck"`` and ``"wasserstein"`` (persim's bottleneck distance, L-infinity ground
+metric, and its 1-Wasserstein distance, Euclidean ground metric: see
+:mod:`topofl_lib.topology.distances`) on the diagrams, summed over
 :math:`H_0` and :math:`H_1` and over the reduced components. With several components
 the persistence images are concatenated. The same pairs are used for every block,
 so the blocks' AUCs are paired.

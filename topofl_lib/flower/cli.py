@@ -12,18 +12,24 @@ nothing written and nothing started. Flower itself is imported only when the dem
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import NoReturn
 
-__all__ = ["INSECURE_WARNING", "PROG", "add_parser", "run"]
+__all__ = ["INSECURE_WARNING", "NO_FORK", "PROG", "add_parser", "run"]
 
 #: Printed (to stderr) when the federation runs with ``--insecure``.
 INSECURE_WARNING = ("WARNING: --insecure: no TLS and no SuperNode authentication; any "
                     "process that can reach the SuperLink's port can join the federation "
                     "and read the models")
 
-#: The command, as its error messages name it.
+#: The command, as its error messages name it (``topofl flower`` from the console script).
 PROG = "python -m topofl_lib flower"
+
+#: Why the local federation cannot run where Python has no ``os.fork`` (Windows).
+NO_FORK = ("the local federation forks its SuperNodes from one process (os.fork) and ends "
+           "them by process group, which Windows does not have: run it on Linux, or in WSL 2 "
+           "on Windows")
 
 
 def _refused(exc: Exception) -> argparse.ArgumentTypeError:
@@ -83,12 +89,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                           "created if missing)")
     flw.add_argument("--insecure", action="store_true",
                      help="no TLS and no SuperNode authentication (prints a warning)")
+    flw.set_defaults(flower_prog=flw.prog)
     return flw
 
 
-def _fail(message: str) -> NoReturn:
+def _fail(message: str, prog: str = PROG) -> NoReturn:
     """Exit as an argparse error does: one line on stderr, status 2."""
-    print(f"{PROG}: error: {message}", file=sys.stderr)
+    print(f"{prog}: error: {message}", file=sys.stderr)
     raise SystemExit(2)
 
 
@@ -103,16 +110,20 @@ def run(args: argparse.Namespace) -> int:
     Returns
     -------
     int
-        0 once the demo has run. Without the ``flower`` extra it exits (``SystemExit``
-        with status 2, one line on stderr) before anything is written.
+        0 once the demo has run. Without the ``flower`` extra, or on a platform without
+        ``os.fork`` (Windows), it exits (``SystemExit`` with status 2, one line on stderr)
+        before anything is written.
     """
     from .demo import flower_demo
     from .federation import FlowerNotInstalled, require_flower
 
+    prog = getattr(args, "flower_prog", PROG)
+    if not hasattr(os, "fork"):
+        _fail(NO_FORK, prog)
     try:
         require_flower()
     except FlowerNotInstalled as exc:
-        _fail(str(exc))
+        _fail(str(exc), prog)
     if args.insecure:
         print(INSECURE_WARNING, file=sys.stderr)
     flower_demo(args.method, args.rounds, args.seed, args.workdir, secure=not args.insecure)

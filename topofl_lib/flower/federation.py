@@ -116,10 +116,8 @@ def default_run_config() -> dict:
     Read from ``[tool.flwr.app.config]`` of the app's ``pyproject.toml``, the one place
     they are written.
     """
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10: Flower's own dependency
-        import tomli as tomllib
+    import tomllib
+
     with open(app_dir() / "pyproject.toml", "rb") as fh:
         return dict(tomllib.load(fh)["tool"]["flwr"]["app"]["config"])
 

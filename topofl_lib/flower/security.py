@@ -100,7 +100,7 @@ def make_tls(folder, hosts=("127.0.0.1", "localhost"), days: int = 7,
     if days < 1:
         raise ValueError(f"days must be >= 1, got {days}")
     folder = Path(folder)
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     start, end = now - dt.timedelta(minutes=5), now + dt.timedelta(days=days)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{name} CA")])
