@@ -22,7 +22,7 @@ from topofl_lib.experiments import label_aware_comparison
 from topofl_lib.federated import PTopoFL, make_method
 from topofl_lib.federated.aggregation import trust_weights
 from topofl_lib.topology import descriptor_distances
-from topofl_lib.viz import roc_figure
+from topofl_lib.viz import method_style, roc_figure
 
 
 @pytest.mark.parametrize("K,a", [(10, 2), (10, 3), (8, 2), (7, 1), (10, 7)])
@@ -90,14 +90,18 @@ def test_cluster_recovery_known_values():
 
 
 def test_roc_figure_colours_and_errors():
-    """One colour per descriptor (the palette's, then others in turn), shared by panels."""
+    """One style per descriptor (its pTopoFL variant's), shared by panels, one legend entry."""
     curves = pd.DataFrame({"scenario": ["a"] * 2 + ["b"] * 2, "descriptor": ["paper", "new"] * 2,
                            "fpr": [0.0, 1.0, 0.0, 1.0], "tpr": [0.0, 1.0, 0.5, 1.0]})
     fig = roc_figure(curves, pd.DataFrame({"scenario": ["a"], "descriptor": ["paper"],
                                            "auc": [0.75]}))
-    lines = [t for t in fig.data if t.showlegend]
-    assert [t.name for t in lines] == ["paper (AUC 0.75)", "new", "paper", "new"]
+    lines = [t for t in fig.data if t.name]
+    assert [t.name for t in lines] == ["paper (pTopoFL)", "new"] * 2
+    assert [t.showlegend for t in lines] == [True, True, False, False]
     assert lines[0].line.color == lines[2].line.color != lines[1].line.color
+    assert lines[0].line.color == method_style("pTopoFL").colour
+    assert [a.text for a in fig.layout.annotations if "AUC" in a.text] == [
+        f"<span style='color:{method_style('pTopoFL').colour}'>pTopoFL: AUC 0.75</span>"]
     with pytest.raises(ValueError, match="roc_table"):
         roc_figure(curves.drop(columns="tpr"))
 

@@ -1,5 +1,6 @@
-"""Plotly figures (the ``viz`` extra: ``pip install 'topofl[viz]'``); colours in
-:mod:`topofl_lib.viz.palette`. Attributes load on first use."""
+"""Plotly figures (the ``viz`` extra: ``pip install 'topofl[viz]'``); one style per method,
+the same in every figure, from :mod:`topofl_lib.viz.palette` (:func:`method_styles`);
+panel grids in :mod:`topofl_lib.viz.layout`. Attributes load on first use."""
 
 from .._lazy import attach
 from ..core.optional import require
@@ -8,6 +9,8 @@ require("plotly", "topofl_lib.viz")
 
 __all__ = [
     "METHOD_COLOURS",
+    "method_style",
+    "method_styles",
     "adversarial_weight_plot",
     "co_clustering_heatmap",
     "alpha_trajectory_plot",
@@ -40,7 +43,7 @@ __getattr__, __dir__ = attach(__name__, {
               "label_distribution_heatmaps", "tgbs_table2_plot"],
     ".figures": ["co_clustering_heatmap", "final_metric_panels", "metric_curves",
                  "paired_difference_plot", "save_figure"],
-    ".palette": ["METHOD_COLOURS"],
+    ".palette": ["METHOD_COLOURS", "method_style", "method_styles"],
     ".privacy": ["attack_success_plot", "dp_utility_plot", "figure6", "leakage_summary_plot"],
     ".sweeps": ["adversarial_weight_plot", "drift_statistic_plot", "figure5",
                 "metric_vs_parameter", "stability_plot", "variant_bars"],

@@ -7,7 +7,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .palette import BLUE, HOMOLOGY_COLOURS, LABEL_SERIES, RED
+from .layout import grid_shape, page_width, panel_position
+from .palette import HOMOLOGY_COLOURS, LABEL_SERIES, PAPER_MARK, method_style, method_styles
 
 __all__ = [
     "alpha_trajectory_plot",
@@ -19,18 +20,21 @@ __all__ = [
 
 
 def label_distribution_heatmaps(scenarios: dict) -> go.Figure:
-    """One heatmap per partition: clients x classes, the fraction of each class."""
+    """One heatmap per partition (at most 4 in a row): clients x classes, class fractions."""
     names = list(scenarios)
-    fig = make_subplots(rows=1, cols=len(names), subplot_titles=names, shared_yaxes=True)
-    for i, name in enumerate(names, start=1):
+    rows, cols = grid_shape(len(names))
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=names, shared_yaxes=True)
+    for i, name in enumerate(names):
+        row, col = panel_position(i, cols)
         dist = scenarios[name].meta["label_distribution"]
         fig.add_trace(go.Heatmap(z=dist, x=[str(c) for c in range(dist.shape[1])],
                                  y=[f"client {k}" for k in range(dist.shape[0])],
-                                 coloraxis="coloraxis"), row=1, col=i)
-        fig.update_xaxes(title_text="class", row=1, col=i)
+                                 coloraxis="coloraxis"), row=row, col=col)
+        fig.update_xaxes(title_text="class", row=row, col=col)
     fig.update_layout(coloraxis={"colorscale": "Blues", "colorbar": {"title": "fraction"}},
                       title="Label distribution of each client under each partition",
-                      template="plotly_white", width=260 * len(names) + 120, height=360)
+                      template="plotly_white", width=page_width(cols, 260, margin=120),
+                      height=60 + 300 * rows)
     return fig
 
 
@@ -50,17 +54,20 @@ def tgbs_table2_plot(table2: pd.DataFrame, paper: dict | None = None) -> go.Figu
     """
     fig = make_subplots(rows=1, cols=2, subplot_titles=(
         "topological class separability (AUC, %)", "FedTopo global accuracy (%)"))
+    colour = method_style("FedTopo").colour
+    drawn = False
     for col, metric in enumerate(("auc", "accuracy"), start=1):
         g = table2.groupby("block")[metric].agg(["mean", "std"]).fillna(0.0)
-        fig.add_trace(go.Bar(x=g.index, y=g["mean"], error_y={"array": g["std"]},
-                             name="ours (mean ± sd)", marker_color=BLUE,
+        fig.add_trace(go.Bar(x=g.index, y=g["mean"],
+                             error_y={"array": g["std"], "color": "black"},
+                             name="ours (mean ± sd)", marker_color=colour,
                              showlegend=col == 1), row=1, col=col)
         if paper and metric in paper:
             ref = paper[metric]
             fig.add_trace(go.Scatter(x=list(ref), y=list(ref.values()), mode="markers",
-                                     marker={"symbol": "diamond", "size": 12,
-                                             "color": RED},
-                                     name="paper", showlegend=col == 1), row=1, col=col)
+                                     marker=PAPER_MARK, name="paper", legendgroup="paper",
+                                     showlegend=not drawn), row=1, col=col)
+            drawn = True
     fig.update_layout(title="Table 2: TGBS separability vs accuracy per block",
                       template="plotly_white", width=860, height=420)
     return fig
@@ -83,14 +90,15 @@ def alpha_trajectory_plot(logs: dict, client: int = 0) -> go.Figure:
     """
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True,
                         subplot_titles=("alpha (TAL weight)", "TAL value"))
-    for i, (name, log) in enumerate(logs.items()):
+    styles = method_styles(logs)
+    for name, log in logs.items():
         mine = log[log[:, 1] == client]
         x = np.arange(mine.shape[0])
-        colour = LABEL_SERIES[(i + 1) % len(LABEL_SERIES)]
-        fig.add_trace(go.Scatter(x=x, y=mine[:, 3], name=name, line={"color": colour},
-                                 legendgroup=name), row=1, col=1)
-        fig.add_trace(go.Scatter(x=x, y=mine[:, 4], name=name, line={"color": colour},
-                                 legendgroup=name, showlegend=False), row=2, col=1)
+        line = styles[str(name)].line(width=1.5)
+        fig.add_trace(go.Scatter(x=x, y=mine[:, 3], mode="lines", name=str(name), line=line,
+                                 legendgroup=str(name)), row=1, col=1)
+        fig.add_trace(go.Scatter(x=x, y=mine[:, 4], mode="lines", name=str(name), line=line,
+                                 legendgroup=str(name), showlegend=False), row=2, col=1)
     fig.update_xaxes(title_text=f"TAL step of client {client} (all rounds)", row=2, col=1)
     fig.update_layout(title="Adaptive alpha schedules (Appendix B.2)", template="plotly_white",
                       width=860, height=560)
@@ -98,22 +106,24 @@ def alpha_trajectory_plot(logs: dict, client: int = 0) -> go.Figure:
 
 
 def feature_projection_plot(proj: pd.DataFrame) -> go.Figure:
-    """Figure 4 with PCA: one panel per recorded round, global model in black."""
+    """Figure 4 with PCA: one panel per recorded round (at most 4 in a row), global in black."""
     rounds = sorted(proj["round"].unique())
-    fig = make_subplots(rows=1, cols=len(rounds),
+    rows, cols = grid_shape(len(rounds))
+    fig = make_subplots(rows=rows, cols=cols,
                         subplot_titles=[f"after round {r}" for r in rounds])
     models = list(dict.fromkeys(proj["model"]))
-    for i, r in enumerate(rounds, start=1):
+    for i, r in enumerate(rounds):
+        row, col = panel_position(i, cols)
         for j, m in enumerate(models):
             g = proj[(proj["round"] == r) & (proj["model"] == m)]
             fig.add_trace(go.Scatter(x=g["pc1"], y=g["pc2"], mode="markers", name=m,
-                                     legendgroup=m, showlegend=i == 1,
+                                     legendgroup=m, showlegend=i == 0,
                                      marker={"size": 5 if m != "global" else 7, "opacity": 0.7,
                                              "color": LABEL_SERIES[j % len(LABEL_SERIES)]}),
-                          row=1, col=i)
+                          row=row, col=col)
     fig.update_layout(title="Figure 4 (PCA): probe-image features under the global and "
                             "client models", template="plotly_white",
-                      width=330 * len(rounds) + 140, height=400)
+                      width=page_width(cols, 330, margin=140), height=60 + 340 * rows)
     return fig
 
 
@@ -137,6 +147,6 @@ def barcode_grid(bars: pd.DataFrame) -> go.Figure:
                                          showlegend=i == 1 and j == 1), row=i, col=j)
             fig.update_yaxes(showticklabels=False, row=i, col=j)
     fig.update_layout(title="Figure D.1: barcodes of one probe image's block activation",
-                      template="plotly_white", width=380 * len(rounds) + 160,
+                      template="plotly_white", width=page_width(len(rounds), 380),
                       height=110 * len(models) + 140)
     return fig

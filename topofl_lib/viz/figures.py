@@ -12,7 +12,8 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from ..outputs import atomic_path, write_text_atomic
-from .palette import GREY, METHOD_COLOURS
+from .layout import dodge
+from .palette import GREY, METHOD_COLOURS, PAPER_MARK, method_styles, rgba
 
 __all__ = [
     "METHOD_COLOURS",
@@ -24,18 +25,19 @@ __all__ = [
 ]
 
 _PNG_FAILED = False
+#: At most this many seeds and metric_curves draws each seed's value as a dot.
+SEED_DOTS_UP_TO = 5
 
 
-def _rgba(hex_colour: str, alpha: float) -> str:
-    h = hex_colour.lstrip("#")
-    r, g, b = (int(h[i:i + 2], 16) for i in (0, 2, 4))
-    return f"rgba({r},{g},{b},{alpha})"
-
-
-def metric_curves(curves: pd.DataFrame, metric: str = "auc", title: str | None = None) -> go.Figure:
+def metric_curves(curves: pd.DataFrame, metric: str = "auc", title: str | None = None,
+                  show_seeds: bool | None = None) -> go.Figure:
     """Mean over seeds of ``metric`` per round, one line per method, band = +-1 std.
 
     This is the paper's Figure 2 with its single-run curves replaced by seed statistics.
+    Each method has its style of :func:`~topofl_lib.viz.palette.method_styles`; every
+    band is drawn before every line, so no band hides a line. Each seed's value can be
+    drawn as a small dot in its method's colour (beside the round, so that methods do
+    not cover each other).
 
     Parameters
     ----------
@@ -45,25 +47,40 @@ def metric_curves(curves: pd.DataFrame, metric: str = "auc", title: str | None =
         The column to plot.
     title : str, optional
         Figure title; a default names the metric and the number of seeds.
+    show_seeds : bool, optional
+        Draw each seed's value; default: when there are at most
+        :data:`SEED_DOTS_UP_TO` seeds.
 
     Returns
     -------
     plotly.graph_objects.Figure
     """
-    fig = go.Figure()
-    for method, g in curves.groupby("method", sort=False):
-        s = g.groupby("round")[metric].agg(["mean", "std"]).fillna(0.0)
-        colour = METHOD_COLOURS.get(method, GREY)
-        x = s.index.to_numpy()
-        fig.add_trace(go.Scatter(
-            x=np.r_[x, x[::-1]], y=np.r_[s["mean"] + s["std"], (s["mean"] - s["std"])[::-1]],
-            fill="toself", fillcolor=_rgba(colour, 0.15), line={"width": 0},
-            hoverinfo="skip", showlegend=False, legendgroup=method))
-        fig.add_trace(go.Scatter(x=x, y=s["mean"], mode="lines+markers", name=method,
-                                 line={"color": colour}, legendgroup=method))
+    methods = list(dict.fromkeys(curves["method"]))
+    styles = method_styles(methods)
     n = curves["seed"].nunique()
+    dots = n <= SEED_DOTS_UP_TO if show_seeds is None else bool(show_seeds)
+    alpha = 0.15 if len(methods) <= 3 else 0.07
+    bands, seeds, lines = [], [], []
+    for i, method in enumerate(methods):
+        g, st = curves[curves["method"] == method], styles[method]
+        s = g.groupby("round")[metric].agg(["mean", "std"]).fillna(0.0)
+        x = s.index.to_numpy()
+        bands.append(go.Scatter(
+            x=np.r_[x, x[::-1]], y=np.r_[s["mean"] + s["std"], (s["mean"] - s["std"])[::-1]],
+            mode="lines", fill="toself", fillcolor=rgba(st.colour, alpha), line={"width": 0},
+            hoverinfo="skip", showlegend=False, legendgroup=method, name=method))
+        if dots:
+            seeds.append(go.Scatter(
+                x=dodge(g["round"], i, len(methods), share=0.45), y=g[metric], mode="markers",
+                marker=st.marker(size=5, opacity=0.55), name=method, legendgroup=method,
+                showlegend=False, customdata=g["seed"],
+                hovertemplate="seed %{customdata}: %{y:.3f}<extra>" + method + "</extra>"))
+        lines.append(go.Scatter(x=x, y=s["mean"], mode="lines+markers", name=method,
+                                line=st.line(), marker=st.marker(), legendgroup=method))
+    fig = go.Figure([*bands, *seeds, *lines])
+    extra = "; dots: single seeds" if dots else ""
     fig.update_layout(
-        title=title or f"{metric.upper()} per round (mean ± 1 sd over {n} seeds)",
+        title=title or f"{metric.upper()} per round (mean ± 1 sd over {n} seeds{extra})",
         xaxis_title="round", yaxis_title=metric, template="plotly_white", width=760, height=460)
     return fig
 
@@ -72,7 +89,9 @@ def final_metric_panels(final: pd.DataFrame, paper_auc: dict | None = None,
                         title: str | None = None) -> go.Figure:
     """Figure 3: final AUC (mean +- sd) and convergence round, by scenario and method.
 
-    ``paper_auc`` (method -> value) adds the paper's Table 1 AUCs as black diamonds.
+    Bars take their method's colour; a second scenario is drawn lighter, and the
+    legend names the scenarios only when there are several. ``paper_auc`` (method ->
+    value) adds the paper's Table 1 AUCs as black diamonds (one legend entry).
 
     Parameters
     ----------
@@ -89,22 +108,27 @@ def final_metric_panels(final: pd.DataFrame, paper_auc: dict | None = None,
     """
     fig = make_subplots(rows=1, cols=2, subplot_titles=(
         "final AUC (mean ± sd)", "convergence round (first round ≥ 95% of final AUC)"))
-    for i, (scenario, g) in enumerate(final.groupby("scenario", sort=False)):
+    styles = method_styles(final["method"])
+    scenarios = list(dict.fromkeys(final["scenario"]))
+    for i, scenario in enumerate(scenarios):
+        g = final[final["scenario"] == scenario]
         agg = g.groupby("method", sort=False)[["auc", "convergence_round"]].agg(["mean", "std"])
         methods = agg.index.tolist()
-        colours = [METHOD_COLOURS.get(m, GREY) for m in methods]
         opacity = 1.0 if i == 0 else 0.55
         for col, metric in enumerate(("auc", "convergence_round"), start=1):
             fig.add_trace(go.Bar(
                 x=methods, y=agg[(metric, "mean")],
                 error_y={"type": "data", "array": agg[(metric, "std")].fillna(0.0)},
-                marker={"color": colours, "opacity": opacity}, name=scenario,
-                showlegend=col == 1, offsetgroup=str(i)), row=1, col=col)
+                marker={"color": [styles[m].colour for m in methods], "opacity": opacity},
+                name=scenario, showlegend=False, offsetgroup=str(i)), row=1, col=col)
+        if len(scenarios) > 1:  # a neutral swatch: the bars' colours are the methods'
+            fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=scenario,
+                                     marker={"symbol": "square", "size": 12,
+                                             "color": rgba(GREY, opacity)}), row=1, col=1)
     if paper_auc:
         shown = {m: v for m, v in paper_auc.items() if pd.notna(v)}
         fig.add_trace(go.Scatter(x=list(shown), y=list(shown.values()), mode="markers",
-                                 marker={"symbol": "diamond", "size": 11, "color": "black"},
-                                 name="paper (Table 1)"), row=1, col=1)
+                                 marker=PAPER_MARK, name="paper (Table 1)"), row=1, col=1)
     fig.update_yaxes(range=[0.5, 1.0], row=1, col=1)
     fig.update_layout(barmode="group", template="plotly_white", width=980, height=440,
                       title=title or "Final AUC and convergence round")
@@ -114,6 +138,8 @@ def final_metric_panels(final: pd.DataFrame, paper_auc: dict | None = None,
 def paired_difference_plot(paired: pd.DataFrame, reference: str = "pTopoFL",
                            title: str | None = None) -> go.Figure:
     """Forest plot of ``reference - baseline`` paired differences with 95% CIs.
+
+    Each baseline's mark has its method's colour and symbol.
 
     Parameters
     ----------
@@ -129,15 +155,19 @@ def paired_difference_plot(paired: pd.DataFrame, reference: str = "pTopoFL",
     -------
     plotly.graph_objects.Figure
     """
+    labels = [str(m) for m in paired.index]
+    styles = method_styles(labels)
     fig = go.Figure(go.Scatter(
-        x=paired["mean_diff"], y=paired.index, mode="markers",
-        error_x={"type": "data", "symmetric": False,
+        x=paired["mean_diff"], y=labels, mode="markers", showlegend=False,
+        error_x={"type": "data", "symmetric": False, "color": "black",
                  "array": paired["ci_high"] - paired["mean_diff"],
                  "arrayminus": paired["mean_diff"] - paired["ci_low"]},
-        marker={"size": 10, "color": [METHOD_COLOURS.get(m, GREY) for m in paired.index]}))
+        marker={"size": 11, "color": [styles[m].colour for m in labels],
+                "symbol": [styles[m].symbol for m in labels]}))
     fig.add_vline(x=0.0, line_dash="dash", line_color="grey")
     fig.update_layout(title=title or f"{reference} minus baseline (mean, 95% CI over seeds)",
-                      xaxis_title="difference", template="plotly_white", width=700, height=360)
+                      xaxis_title="difference", template="plotly_white", width=700,
+                      height=max(300, 140 + 45 * len(labels)))
     return fig
 
 

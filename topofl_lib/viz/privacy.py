@@ -7,10 +7,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .palette import ATTACK_COLOURS, CHANNEL_COLOURS, OLIVE, SCENARIO_SERIES
+from .layout import grid_shape, page_width, panel_position
+from .palette import ATTACK_COLOURS, CHANNEL_COLOURS, OLIVE, method_styles
 
 __all__ = ["attack_success_plot", "dp_utility_plot", "figure6", "leakage_summary_plot"]
-
 
 
 def figure6(proxies: pd.DataFrame, model_dim: int) -> go.Figure:
@@ -107,24 +107,48 @@ def leakage_summary_plot(descinv: pd.DataFrame, mia: pd.DataFrame) -> go.Figure:
 
 
 def dp_utility_plot(dp: pd.DataFrame) -> go.Figure:
-    """Final AUC of pTopoFL with Gaussian-DP descriptors against epsilon."""
-    fig = go.Figure()
-    colours = SCENARIO_SERIES
-    for i, (scenario, g) in enumerate(dp.groupby("scenario", sort=False)):
-        colour = colours[i % len(colours)]
+    """Final AUC of pTopoFL with Gaussian-DP descriptors against epsilon, one panel per scenario.
+
+    Methods keep their colours (:mod:`topofl_lib.viz.palette`): pTopoFL with DP
+    descriptors is a solid line with error bars, pTopoFL and FedAvg without DP are
+    dotted and dashed references.
+
+    Parameters
+    ----------
+    dp : pandas.DataFrame
+        One row per run, with ``scenario``, ``method``, ``epsilon`` (inf: no DP) and
+        ``auc``.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    scenarios = list(dict.fromkeys(dp["scenario"]))
+    rows, cols = grid_shape(len(scenarios), 2)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[str(s) for s in scenarios],
+                        horizontal_spacing=0.08)
+    styles = method_styles(["pTopoFL", "FedAvg"])
+    for i, scenario in enumerate(scenarios):
+        row, col = panel_position(i, cols)
+        g = dp[dp["scenario"] == scenario]
         priv = g[(g["method"] == "pTopoFL") & np.isfinite(g["epsilon"])]
         s = priv.groupby("epsilon")["auc"].agg(["mean", "std"]).fillna(0)
+        st = styles["pTopoFL"]
         fig.add_trace(go.Scatter(x=s.index, y=s["mean"], mode="lines+markers",
                                  error_y={"type": "data", "array": s["std"]},
-                                 line={"color": colour},
-                                 name=f"{scenario}: pTopoFL, DP descriptors"))
+                                 line=st.line(), marker=st.marker(), legendgroup="dp",
+                                 name="pTopoFL, DP descriptors", showlegend=i == 0),
+                      row=row, col=col)
         span = [s.index.min(), s.index.max()]
         for method, dash in (("pTopoFL", "dot"), ("FedAvg", "dash")):
             ref = g[(g["method"] == method) & ~np.isfinite(g["epsilon"])]["auc"].mean()
-            fig.add_trace(go.Scatter(x=span, y=[ref, ref], mode="lines",
-                                     line={"color": colour, "dash": dash},
-                                     name=f"{scenario}: {method}, no DP"))
+            fig.add_trace(go.Scatter(x=span, y=[ref, ref], mode="lines", legendgroup=method,
+                                     line={**styles[method].line(), "dash": dash},
+                                     name=f"{method}, no DP", showlegend=i == 0),
+                          row=row, col=col)
     fig.update_xaxes(type="log", title_text="epsilon (per client, one release)")
-    fig.update_layout(template="plotly_white", width=820, height=460, yaxis_title="final AUC",
+    fig.update_yaxes(title_text="final AUC", col=1)
+    fig.update_layout(template="plotly_white", width=page_width(cols, 430, margin=240),
+                      height=60 + 380 * rows,
                       title="Utility of pTopoFL with (epsilon, 1e-5)-DP descriptors")
     return fig
