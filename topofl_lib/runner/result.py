@@ -6,12 +6,18 @@ import pandas as pd
 
 from ..statistics import paired_differences, summarise
 
-__all__ = ["CURVE_COLUMNS", "FINAL_COLUMNS", "SETTING_COLUMNS", "ComparisonResult", "settings_of"]
+__all__ = ["CURVE_COLUMNS", "FINAL_COLUMNS", "PRIVACY_COLUMNS", "SETTING_COLUMNS",
+           "ComparisonResult", "settings_of"]
 
 #: Columns of :attr:`ComparisonResult.curves` (then the setting columns).
 CURVE_COLUMNS = ["scenario", "method", "seed", "round", "auc", "accuracy"]
 #: Columns of :attr:`ComparisonResult.final` (then the setting columns).
 FINAL_COLUMNS = ["scenario", "method", "seed", "auc", "accuracy", "convergence_round"]
+#: A run with differential privacy of the model channel (``model_dp``) also has these
+#: columns in ``curves`` (after each round) and ``final`` (after the last): the
+#: largest epsilon over its clients, both channels together and each alone (its
+#: ``history_``); rows of other runs hold NaN there when runs of both kinds are mixed.
+PRIVACY_COLUMNS = ("epsilon", "epsilon_descriptor", "epsilon_model")
 #: Settings a scenario's ``meta`` may hold; each present one becomes a column of
 #: ``curves`` and ``final`` (the image scenarios: dataset, partition and its parameter),
 #: so tables are selected by setting, never by parsing the scenario's name.
