@@ -62,6 +62,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from .._validation import as_float_array, check_choice, check_int, check_real
+from ..core.optional import require
 from ..storage import register_storable
 from .accounting import ACCOUNTINGS, PrivacyAccountant, check_delta
 from .mechanisms import clip_norm
@@ -85,12 +86,15 @@ class _ModelDP(BaseEstimator):
         check_choice(self.accounting, "accounting", ACCOUNTINGS)
 
     def accountant(self) -> PrivacyAccountant:
-        """A new, empty accountant of this option's kind.
+        """A new, empty accountant of this option's kind (Opacus must be installed: the
+        fit asks for one per client before it trains, so a missing ``privacy`` extra is
+        named before anything runs).
 
         Returns
         -------
         PrivacyAccountant
         """
+        require("opacus", f"model_dp={self!r} (its accountant)")
         return PrivacyAccountant(self.accounting)
 
     @property
