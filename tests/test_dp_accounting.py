@@ -37,10 +37,11 @@ def exact_gaussian_epsilon(z: float, delta: float) -> float:
     """Epsilon of one Gaussian release of multiplier ``z`` at ``delta`` (Balle & Wang)."""
     mu = 1.0 / z
 
-    def excess(eps):
-        return norm.cdf(mu / 2 - eps / mu) - math.exp(eps) * norm.cdf(-mu / 2 - eps / mu) - delta
+    def excess(eps):  # e^eps * Phi(.) in log space: e^eps overflows beyond 709
+        return (norm.cdf(mu / 2 - eps / mu)
+                - math.exp(eps + norm.logcdf(-mu / 2 - eps / mu)) - delta)
 
-    return brentq(excess, 0.0, 500.0, xtol=1e-12)
+    return brentq(excess, 0.0, 1e7, xtol=1e-12)
 
 
 def by_hand(kind: str, steps: list[tuple[float, float]], delta: float = DELTA) -> float:
@@ -196,3 +197,13 @@ def test_compose_is_order_free_and_cached():
                            "round": 1, "channel": "model"})
               for z, q in [(1.0, 0.3), (2.0, 1.0), (1.0, 0.3)]]
     assert compose(events, DELTA) == compose(events[::-1], DELTA)
+
+
+def test_prv_returns_the_rdp_bound_where_there_is_no_meaningful_privacy():
+    """Noise multiplier 0.001: PRV's domain would take gigabytes; the RDP bound (above
+    PRV_LIMIT) is returned, and it is a valid one (the exact epsilon is below it)."""
+    from topofl_lib.privacy.accounting import PRV_LIMIT
+
+    prv = PrivacyAccountant().gaussian(1e-3).epsilon(DELTA)
+    assert prv == PrivacyAccountant("rdp").gaussian(1e-3).epsilon(DELTA) > PRV_LIMIT
+    assert exact_gaussian_epsilon(1e-3, DELTA) <= prv

@@ -22,7 +22,8 @@ al. 2021, "Opacus: User-friendly differential privacy library in PyTorch"):
   composition of privacy loss random variables (Gopi, Lee & Wutschitz 2021, "Numerical
   composition of differential privacy"), the same idea as privacy loss distribution
   (PLD) accounting; it returns an upper bound within ``eps_error`` of the exact epsilon
-  of the composition;
+  of the composition (where the RDP bound exceeds :data:`PRV_LIMIT`, noise too small
+  for any meaningful privacy, that bound is returned instead);
 * ``accounting="rdp"``: Rényi DP (Mironov 2017) of the subsampled Gaussian (Mironov,
   Talwar & Zhang 2019) with Opacus's conversion to (epsilon, delta) (Balle et al. 2020),
   through :func:`opacus.accountants.analysis.rdp.compute_rdp` and
@@ -55,6 +56,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections import Counter
+from contextlib import contextmanager
 from functools import lru_cache
 
 import numpy as np
@@ -74,6 +76,10 @@ CHANNELS = ("descriptor", "model")
 #: The mechanisms an event can be: Gaussian (possibly Poisson-subsampled), Laplace, or
 #: none (an unprotected release).
 MECHANISMS = ("gaussian", "laplace", "none")
+#: Above this RDP epsilon the ``"prv"`` accountant returns the RDP bound instead: PRV
+#: discretises the privacy loss over a domain as wide as the epsilon, which for noise
+#: this small (no meaningful privacy) takes gigabytes (noise multiplier 0.001: 5e5).
+PRV_LIMIT = 1000.0
 #: The columns of :meth:`PrivacyAccountant.events`.
 EVENT_FIELDS = ("round", "channel", "mechanism", "noise_multiplier", "sample_rate",
                 "epsilon", "count")
@@ -369,22 +375,32 @@ def _gaussian_epsilon(history: tuple, delta: float, accounting: str,
                       eps_error: float) -> float:
     """Epsilon of the Gaussian events ``history`` (``(z, q, count)`` triples)."""
     require("opacus", "privacy accounting (topofl_lib.privacy.accounting)")
-    if accounting == "rdp":
+    with _quiet_library():
         from opacus.accountants import RDPAccountant
         from opacus.accountants.analysis.rdp import get_privacy_spent
 
-        orders = RDPAccountant.DEFAULT_ALPHAS
         rdp = sum(n * _rdp_curve(z, q) for z, q, n in history)
-        with warnings.catch_warnings():  # "optimal order is the largest alpha": still a bound
-            warnings.filterwarnings("ignore", message="Optimal order", category=UserWarning)
-            eps, _ = get_privacy_spent(orders=orders, rdp=rdp, delta=delta)
-        return float(eps)
-    from opacus.accountants import PRVAccountant
+        bound = float(get_privacy_spent(orders=RDPAccountant.DEFAULT_ALPHAS, rdp=rdp,
+                                        delta=delta)[0])
+        if accounting == "rdp" or bound > PRV_LIMIT:
+            return bound
+        from opacus.accountants import PRVAccountant
 
-    accountant = PRVAccountant()
-    accountant.load_state_dict({"history": [list(h) for h in history], "mechanism": "prv"})
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        accountant = PRVAccountant()
+        accountant.load_state_dict({"history": [list(h) for h in history],
+                                    "mechanism": "prv"})
         return float(accountant.get_epsilon(delta, eps_error=eps_error))
+
+
+@contextmanager
+def _quiet_library():
+    """Silence what Opacus's accountants print on valid input: NumPy's log(0) at the
+    edge of PRV's domain, and RDP's "Optimal order is the largest alpha" (the epsilon
+    is still a valid bound, only perhaps not the tightest; PRV's domain size uses RDP)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"), \
+            warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Optimal order", category=UserWarning)
+        yield
 
 
 @lru_cache(maxsize=1024)
@@ -437,9 +453,7 @@ def calibrate_noise_multiplier(target_epsilon: float, delta: float, *, steps: in
     require("opacus", "calibrate_noise_multiplier")
     from opacus.accountants.utils import get_noise_multiplier
 
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"), \
-            warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Optimal order", category=UserWarning)
+    with _quiet_library():
         return float(get_noise_multiplier(
             target_epsilon=float(target_epsilon), target_delta=delta,
             sample_rate=float(sample_rate), steps=int(steps), accountant=accounting,
