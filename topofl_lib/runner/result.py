@@ -62,10 +62,13 @@ class ComparisonResult:
     ----------
     curves : pandas.DataFrame
         Columns ``scenario, method, seed, round, auc, accuracy`` (rounds are 1-based),
-        then the scenario's settings (:data:`SETTING_COLUMNS`) where it has them.
+        then, when a run has ``model_dp``, :data:`PRIVACY_COLUMNS` (the epsilon after
+        each round), then the scenario's settings (:data:`SETTING_COLUMNS`) where it
+        has them.
     final : pandas.DataFrame
         Columns ``scenario, method, seed, auc, accuracy, convergence_round``: the
-        last round's metrics and the first round reaching 95% of the final AUC; then the
+        last round's metrics and the first round reaching 95% of the final AUC; then
+        :data:`PRIVACY_COLUMNS` (the run's epsilon) when a run has ``model_dp``; then the
         settings.
     models : dict
         ``(method, seed) -> fitted estimator`` (kept only if ``keep_models``; ``None``
