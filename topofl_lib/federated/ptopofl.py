@@ -40,7 +40,19 @@ False with a network.
 Differentially private descriptors (``descriptor_mechanism``): each client releases
 ``mechanism.release(phi / ||phi||)`` once, in round 0, and the server sees only that
 (:mod:`topofl_lib.privacy.mechanisms`). Signature tracking is then off, since every
-further release would spend more privacy budget.
+further release would spend more privacy budget. A model-dependent label-aware
+descriptor is released (through the mechanism) after every round.
+
+Differentially private models (``model_dp``, :mod:`topofl_lib.privacy.model_channel`):
+with client-level DP each cluster's model moves by the noisy sum of its members' clipped
+updates; the weights are Eq. 6's without the size factor :math:`n_k` (the one factor
+that is unbounded), divided by their largest value in the cluster, so each lies in
+(0, 1] and no client's share of the sum exceeds one clipped update. They depend only on
+the released descriptors, so adversaries keep their Eq. 8 down-weighting. Eq. 7
+blending follows, unchanged. With sample-level DP the clients train by DP-SGD and the
+aggregation is the usual one. Each client's accountant records its descriptor releases
+too (an unprotected one, with infinite epsilon, when no ``descriptor_mechanism``
+noises them), so the run's epsilon covers both channels.
 """
 
 from __future__ import annotations
@@ -64,7 +76,13 @@ from ..topology.distances import DISTANCES, diagram_distances, normalise_descrip
 from ..topology.model_anchored import ModelAnchoredDescriptor
 from ..topology.persistence import PERSISTENCE_METHODS
 from . import client_descriptors as label_aware
-from .aggregation import aggregate_round, consensus_model, server_state
+from .aggregation import (
+    aggregate_round,
+    blend_clusters,
+    consensus_model,
+    intra_cluster_weights,
+    server_state,
+)
 from .augmentation import augment_features, augmentation_stats
 from .base import FederatedAlgorithm, client_streams
 
@@ -94,10 +112,11 @@ class PTopoFL(FederatedAlgorithm):
     ----------
     n_rounds, lr, local_epochs, batch_size, C, model, random_state, rng_streams
         As in :class:`FederatedAlgorithm`.
-    solver, evaluate_on, standardise
+    solver, evaluate_on, standardise, model_dp
         As in :class:`FederatedAlgorithm`. With ``solver="lbfgs"`` every client fits its
         (augmented) local optimum each round, so the cluster models are the same in
-        every round: the solver of the paper's released code.
+        every round: the solver of the paper's released code. ``model_dp``: see the
+        module docstring.
     n_clusters : int, default=2
         ``M`` (paper: 2 for Scenarios A/B).
     beta : float, default=0.3
@@ -176,7 +195,8 @@ class PTopoFL(FederatedAlgorithm):
                  augment=True, n_sub=80, n_thresholds=20, persistence="ripser",
                  h1_grid="own", track_signatures=True, drift_threshold=None,
                  drift_window=3, descriptor_mechanism=None, model=None, random_state=None,
-                 rng_streams="shared", solver="sgd", evaluate_on=None, standardise=None):
+                 rng_streams="shared", solver="sgd", evaluate_on=None, standardise=None,
+                 model_dp=None):
         super().__init__(n_rounds, lr, local_epochs, batch_size, C, model, random_state,
                          rng_streams, evaluate_on, standardise)
         self.n_clusters = n_clusters
@@ -195,6 +215,7 @@ class PTopoFL(FederatedAlgorithm):
         self.drift_window = drift_window
         self.descriptor_mechanism = descriptor_mechanism
         self.solver = solver
+        self.model_dp = model_dp
 
     def _check_params(self):
         super()._check_params()
@@ -234,6 +255,16 @@ class PTopoFL(FederatedAlgorithm):
                 raise ValueError("drift_threshold needs signature tracking, which a "
                                  "descriptor_mechanism turns off (each release spends "
                                  "privacy budget); pass drift_threshold=None")
+            if self.model_dp is not None and not callable(
+                    getattr(self.descriptor_mechanism, "privacy_event", None)):
+                raise TypeError("model_dp accounts every release, so descriptor_mechanism "
+                                "needs a privacy_event() method (GaussianMechanism and "
+                                "LaplaceMechanism have one), got "
+                                f"{type(self.descriptor_mechanism).__name__}")
+
+    @property
+    def _client_dp(self) -> bool:
+        return True
 
     def _descriptor_points(self, k, X, w):
         """The points client ``k`` summarises: its features, or for a network the
@@ -272,10 +303,7 @@ class PTopoFL(FederatedAlgorithm):
         sizes = np.array([c.n_train for c in clients], dtype=np.float64)
         self._prepare_label_aware(K)
         if self._label_clients is None:
-            if self.descriptor_mechanism is not None:
-                descriptors = self.descriptor_mechanism.release(
-                    normalise_descriptors(descriptors), self._rng)
-            self._server_step(descriptors, [t[1] for t in tops], sizes)
+            self._server_step(self._release(descriptors), [t[1] for t in tops], sizes)
         elif self._model_dependent:
             self._warm_up(sizes)
         else:
@@ -285,6 +313,17 @@ class PTopoFL(FederatedAlgorithm):
             for c, t in zip(clients, tops, strict=True)
         ]
         self.recluster_rounds_ = []
+
+    def _release(self, phi: np.ndarray) -> np.ndarray:
+        """What the server receives of the clients' descriptors ``phi`` (K, d): their
+        DP release (normalised, then noised) or, without ``descriptor_mechanism``,
+        ``phi`` itself; accounted for every client (with ``model_dp``)."""
+        mechanism = self.descriptor_mechanism
+        if mechanism is None:
+            self._account({"mechanism": "none", "channel": "descriptor"})
+            return phi
+        self._account({**mechanism.privacy_event(), "channel": "descriptor"})
+        return mechanism.release(normalise_descriptors(phi), self._rng)
 
     def _server_step(self, descriptors, diagrams, sizes, labels=None) -> None:
         """Round-0 server work (and re-clustering): distances, clusters, trust, Eq. 6.
@@ -319,15 +358,23 @@ class PTopoFL(FederatedAlgorithm):
 
     def _round(self, r):
         K = self.n_clients_
-        local = np.array([self._train(k, self.cluster_models_[self.labels_[k]])[0]
-                          for k in range(K)])
-        self.local_models_ = local
-        self.cluster_models_ = aggregate_round(local, self.labels_, self.weights_,
-                                               self._cluster_sizes, self.beta)
+        dp = self._model_dp
+        if dp is not None and dp.level == "client":
+            self.local_models_, models = self._private_round(
+                self.cluster_models_, self.labels_, self._dp_weights())
+            self.cluster_models_ = blend_clusters(models, self._cluster_sizes, self.beta)
+        else:
+            local = np.array([self._train(k, self.cluster_models_[self.labels_[k]])[0]
+                              for k in range(K)])
+            self.local_models_ = local
+            self.cluster_models_ = aggregate_round(local, self.labels_, self.weights_,
+                                                   self._cluster_sizes, self.beta)
         self.weight_history_[r] = self.consensus_weights_
         if self._label_clients is not None:
             phis = self._label_aware_round()
         if self._tracking:
+            if self._label_clients is None:  # sent in the clear (no mechanism)
+                self._account({"mechanism": "none", "channel": "descriptor"})
             tops = ([(p, None) for p in phis] if self._label_clients is not None else
                     [self._topology(k, c.X_train, self.cluster_models_[self.labels_[k]])
                      for k, c in enumerate(self._clients)])
@@ -342,6 +389,19 @@ class PTopoFL(FederatedAlgorithm):
                 if (self.drift_threshold is not None
                         and np.any(self.drift_statistic_[r] > self.drift_threshold)):
                     self._recluster(r, tops)
+
+    def _dp_weights(self) -> np.ndarray:
+        """Each client's weight in its cluster's sum under client-level DP: Eq. 6 without
+        the size factor, over its largest value in the cluster (in (0, 1]); 1 in the
+        warm-up of a model-dependent descriptor (one cluster, trust 1)."""
+        K = self.n_clients_
+        if self.descriptors_ is None:
+            return np.ones(K)
+        a = intra_cluster_weights(normalise_descriptors(self.descriptors_), self.labels_,
+                                  np.ones(K), self.trust_)
+        top = np.zeros(self._cluster_sizes.size)
+        np.maximum.at(top, self.labels_, a)
+        return a / top[self.labels_]
 
     def _recluster(self, r, tops) -> None:
         """Sec. 3.5: re-cluster on the current signatures."""
@@ -387,9 +447,7 @@ class PTopoFL(FederatedAlgorithm):
         mechanism applied); ``anchors``: the models they were broadcast."""
         phi = np.array([lc.descriptor(c.X_train, c.y_train, anchors)
                         for lc, c in zip(self._label_clients, self._clients, strict=True)])
-        if self.descriptor_mechanism is not None:
-            phi = self.descriptor_mechanism.release(normalise_descriptors(phi), self._rng)
-        return phi
+        return self._release(phi)
 
     def _warm_up(self, sizes) -> None:
         """Round-1 state of a model-dependent descriptor: one cluster, trust 1, weights

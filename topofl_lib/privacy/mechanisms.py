@@ -17,7 +17,13 @@ sensitivity ``2 * clip``.
   (Dwork & Roth, Thm A.1), proven only for epsilon < 1.
 * :class:`LaplaceMechanism`: epsilon-DP with scale :math:`b = \Delta_1/\varepsilon`.
 
-A released descriptor costs its epsilon once per release; pTopoFL releases once (round 0).
+A released descriptor costs its epsilon once per release. pTopoFL releases the paper's
+descriptor once (round 0; signature tracking is then off); a model-dependent label-aware
+descriptor is released again after every round. ``privacy_event()`` describes one release
+for a :class:`~topofl_lib.privacy.PrivacyAccountant`, which composes them.
+
+Both mechanisms are scikit-learn style objects (parameters, ``get_params``), so a run
+that uses one can be stored and keyed by the run store like any other parameter.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import norm
+from sklearn.base import BaseEstimator
 
 from .._validation import (
     as_float_array,
@@ -34,6 +41,7 @@ from .._validation import (
     check_real,
     power_of_two_split,
 )
+from ..storage import register_storable
 
 #: What the vectors of :func:`clip_norm` and the mechanisms' ``release`` are called.
 _X = "x (the vectors to release)"
@@ -139,7 +147,8 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) ->
     return float(brentq(excess, lo, hi, xtol=xtol, rtol=1e-12))
 
 
-class GaussianMechanism:
+@register_storable
+class GaussianMechanism(BaseEstimator):
     """Add N(0, sigma^2 I) calibrated to (epsilon, delta) and an L2 sensitivity.
 
     Parameters
@@ -191,12 +200,23 @@ class GaussianMechanism:
         x = clip_norm(x, self.sensitivity / 2, ord=2)
         return _noisy(x, rng.normal(scale=self.sigma, size=x.shape), self)
 
+    def privacy_event(self) -> dict:
+        """One release, for a :class:`~topofl_lib.privacy.PrivacyAccountant`.
+
+        Returns
+        -------
+        dict
+            A Gaussian event of noise multiplier ``sigma / sensitivity``.
+        """
+        return {"mechanism": "gaussian", "noise_multiplier": self.sigma / self.sensitivity}
+
     def __repr__(self) -> str:
         return (f"GaussianMechanism(epsilon={self.epsilon}, delta={self.delta}, "
                 f"sensitivity={self.sensitivity}, calibration={self.calibration!r})")
 
 
-class LaplaceMechanism:
+@register_storable
+class LaplaceMechanism(BaseEstimator):
     """Add i.i.d. Laplace(b) noise, ``b = 2 * clip / epsilon`` after clipping to L1 norm ``clip``.
 
     Parameters
@@ -236,6 +256,16 @@ class LaplaceMechanism:
         rng = check_random_state(random_state)
         x = clip_norm(x, self.clip, ord=1)
         return _noisy(x, rng.laplace(scale=self.scale, size=x.shape), self)
+
+    def privacy_event(self) -> dict:
+        """One release, for a :class:`~topofl_lib.privacy.PrivacyAccountant`.
+
+        Returns
+        -------
+        dict
+            A Laplace event of pure ``epsilon``.
+        """
+        return {"mechanism": "laplace", "epsilon": self.epsilon}
 
     def __repr__(self) -> str:
         return f"LaplaceMechanism(epsilon={self.epsilon}, clip={self.clip})"

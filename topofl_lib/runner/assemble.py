@@ -7,7 +7,14 @@ import copy
 import pandas as pd
 
 from .plan import Plan, build_scenario
-from .result import CURVE_COLUMNS, FINAL_COLUMNS, SETTING_COLUMNS, ComparisonResult, settings_of
+from .result import (
+    CURVE_COLUMNS,
+    FINAL_COLUMNS,
+    PRIVACY_COLUMNS,
+    SETTING_COLUMNS,
+    ComparisonResult,
+    settings_of,
+)
 
 __all__ = ["assemble"]
 
@@ -56,14 +63,16 @@ def assemble(plan: Plan, records: dict, keep_models: bool = False,
         for i, (name, _, _) in enumerate(plan.runs):
             rec = records[(seed, i)]
             settings = {**planned, **(rec.get("settings") or {})}
-            curves.append(rec["curves"].assign(method=name)[CURVE_COLUMNS].assign(**settings))
+            kept = [*CURVE_COLUMNS, *(c for c in PRIVACY_COLUMNS if c in rec["curves"])]
+            curves.append(rec["curves"].assign(method=name)[kept].assign(**settings))
             final.append({**rec["final"], "method": name, **settings})
             if rec.get("diverged"):
                 diverged[(name, seed)] = rec["diverged"]
             if keep_models:
                 models[(name, seed)] = _with_scenario(rec.get("model"), plan, seed, realised)
     final = pd.DataFrame(final)
-    columns = [*FINAL_COLUMNS, *(c for c in SETTING_COLUMNS if c in final)]
+    columns = [*FINAL_COLUMNS, *(c for c in (*PRIVACY_COLUMNS, *SETTING_COLUMNS)
+                                 if c in final)]
     devices = sorted({str(rec.get("device", "cpu")) for rec in records.values()})
     return ComparisonResult(pd.concat(curves, ignore_index=True), final[columns], models,
                             diverged, schedule, devices)

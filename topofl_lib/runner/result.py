@@ -6,12 +6,18 @@ import pandas as pd
 
 from ..statistics import paired_differences, summarise
 
-__all__ = ["CURVE_COLUMNS", "FINAL_COLUMNS", "SETTING_COLUMNS", "ComparisonResult", "settings_of"]
+__all__ = ["CURVE_COLUMNS", "FINAL_COLUMNS", "PRIVACY_COLUMNS", "SETTING_COLUMNS",
+           "ComparisonResult", "settings_of"]
 
 #: Columns of :attr:`ComparisonResult.curves` (then the setting columns).
 CURVE_COLUMNS = ["scenario", "method", "seed", "round", "auc", "accuracy"]
 #: Columns of :attr:`ComparisonResult.final` (then the setting columns).
 FINAL_COLUMNS = ["scenario", "method", "seed", "auc", "accuracy", "convergence_round"]
+#: A run with differential privacy of the model channel (``model_dp``) also has these
+#: columns in ``curves`` (after each round) and ``final`` (after the last): the
+#: largest epsilon over its clients, both channels together and each alone (its
+#: ``history_``); rows of other runs hold NaN there when runs of both kinds are mixed.
+PRIVACY_COLUMNS = ("epsilon", "epsilon_descriptor", "epsilon_model")
 #: Settings a scenario's ``meta`` may hold; each present one becomes a column of
 #: ``curves`` and ``final`` (the image scenarios: dataset, partition and its parameter),
 #: so tables are selected by setting, never by parsing the scenario's name.
@@ -56,10 +62,13 @@ class ComparisonResult:
     ----------
     curves : pandas.DataFrame
         Columns ``scenario, method, seed, round, auc, accuracy`` (rounds are 1-based),
-        then the scenario's settings (:data:`SETTING_COLUMNS`) where it has them.
+        then, when a run has ``model_dp``, :data:`PRIVACY_COLUMNS` (the epsilon after
+        each round), then the scenario's settings (:data:`SETTING_COLUMNS`) where it
+        has them.
     final : pandas.DataFrame
         Columns ``scenario, method, seed, auc, accuracy, convergence_round``: the
-        last round's metrics and the first round reaching 95% of the final AUC; then the
+        last round's metrics and the first round reaching 95% of the final AUC; then
+        :data:`PRIVACY_COLUMNS` (the run's epsilon) when a run has ``model_dp``; then the
         settings.
     models : dict
         ``(method, seed) -> fitted estimator`` (kept only if ``keep_models``; ``None``

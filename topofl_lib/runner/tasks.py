@@ -20,7 +20,7 @@ from ..federated.methods import make_method
 from ..federated.metrics import convergence_round
 from ..run_cache import RunCache
 from .plan import build_scenario
-from .result import settings_of
+from .result import PRIVACY_COLUMNS, settings_of
 
 __all__ = ["RunSpec", "check_picklable", "forget_scenarios", "run_batch", "run_one", "slim"]
 
@@ -135,7 +135,8 @@ def run_one(data, method: str, params: dict, n_rounds: int, seed: int,
     dict
         ``curves``, ``final``, ``model``, ``seconds``, ``device``, ``settings`` (the
         scenario's, :func:`~topofl_lib.runner.assemble.settings_of`) and, for a diverged
-        run, ``diverged``.
+        run, ``diverged``. A run with ``model_dp`` adds the
+        :data:`~topofl_lib.runner.result.PRIVACY_COLUMNS` to ``curves`` and ``final``.
     """
     start = time.perf_counter()
     est, reason = None, None
@@ -154,6 +155,11 @@ def run_one(data, method: str, params: dict, n_rounds: int, seed: int,
              "accuracy": acc[-1],
              "convergence_round": (np.nan if est is None else
                                    convergence_round(acc if np.all(np.isnan(auc)) else auc))}
+    privacy = {c: est.history_[c] for c in PRIVACY_COLUMNS
+               if est is not None and c in est.history_}
+    if privacy:  # model_dp: the epsilon after each round, and after the last
+        curves = curves.assign(**privacy)
+        final.update({c: float(v[-1]) for c, v in privacy.items()})
     model = None
     if keep_model and est is not None:
         model = slim(est) if slim_model else est
