@@ -111,8 +111,22 @@ def test_paper_margins_allowed_in_the_readme_are_the_papers_arithmetic():
 
 def test_readme_numbers_of_the_fedtopo_run_store():
     """The README's two statements allowed as run-store values are what the committed run
-    store ``runs/fedtopo/paper/`` holds: the summed run time and FedAvg's L-skew seeds."""
-    runs = [storage.load(p) for p in sorted((REPO / "runs" / "fedtopo" / "paper").glob("*.npz"))]
+    store ``runs/fedtopo/paper/`` holds for the published table: the summed run time and
+    FedAvg's L-skew seeds. The store grows (issue 27: Table 1's twelve other methods, seeds
+    3-4, new settings); the published table used the runs of FedAvg, FedProx, SCAFFOLD and
+    FedTopo's configurations (its 1-round pilot included) on seeds 0-2 of its five
+    scenarios."""
+    published = {"fashion_mnist-N0.5", "fashion_mnist-N1.416", "fashion_mnist-L0.1",
+                 "fashion_mnist-K5", "fashion_mnist-Q0.5"}
+
+    def used(run) -> bool:
+        final = run["final"]
+        return (final["scenario"] in published and final["seed"] < 3
+                and run["curves"]["round"].max() <= 5  # not the 10-round N-skew reading
+                and final["method"] in ("FedAvg", "FedProx", "SCAFFOLD", "FedTopo"))
+
+    runs = [run for p in sorted((REPO / "runs" / "fedtopo" / "paper").glob("*.npz"))
+            if used(run := storage.load(p))]
     finals = {}
     for run in runs:
         curves = run["curves"]
