@@ -447,6 +447,8 @@ class LocalFederation:
         log = self.workdir / f"supernode_{k}.log"
         deadline = time.monotonic() + timeout
         while True:
+            # whether it has ended, before reading its log: an ended node's log is complete
+            ended = self.nodes[k].poll() is not None
             with open(log, "rb") as fh:
                 fh.seek(self._log_offset[k])
                 text = fh.read().decode(errors="ignore")
@@ -455,7 +457,7 @@ class LocalFederation:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"SuperNode {k} did not connect within {timeout:.0f} s; "
                                    f"see {log}")
-            if self.nodes[k].poll() is not None:
+            if ended:
                 if "address already in use" in text:  # its Runtime API port was taken
                     self._node_args[k] = self.node_args(k, **self._node_config[k])
                 elif "Failed to initialize the connection" in text:
