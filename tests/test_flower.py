@@ -1,7 +1,9 @@
 """pTopoFL on real Flower clients: the shared server code, the strategy's checks of
-replies, the command line, lean ClientApp imports, and real federations on 127.0.0.1:
-parity with the in-process engine, who may join (TLS, registered SuperNode keys), and
-faults with 32 SuperNodes (two killed, one restarted, malformed replies).
+replies, the command line, lean ClientApp imports, the fast-waits adapter's version gate,
+and real federations on 127.0.0.1: parity with the in-process engine, who may join (TLS,
+registered SuperNode keys), and faults with 32 SuperNodes (two killed, one restarted,
+malformed replies). The federations run on an unpatched Flower and, where it matters for
+speed (parity, faults), also with the opt-in adapter (``fast_waits=True``).
 
 Every federation process is stopped when its test or fixture ends, also on failure
 (``LocalFederation`` as a context manager; extra processes in ``finally``). The
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import logging
 import os
 import socket
 import ssl
@@ -199,7 +202,7 @@ def test_query_replies_are_checked():
 def test_polling_grid_collects_replies_and_honours_the_timeout():
     from flwr.app import MetricRecord, RecordDict
 
-    from topofl_lib.flower.waits import PollingGrid
+    from topofl_lib.flower.polling import PollingGrid
 
     class FakeGrid:
         """Node 1 replies after 20 ms, node 2 after 60 ms, node 3 never."""
@@ -235,7 +238,7 @@ def test_polling_grid_collects_replies_and_honours_the_timeout():
 def test_pacer_polls_just_before_the_next_message_is_due():
     """A SuperNode's waits between pulls: doubling without history, then timed by the
     ServerApp's pace (creation times of the messages of a kind), capped by idle_max."""
-    from topofl_lib.flower.waits import STEP, Pacer
+    from topofl_lib.flower.fast_waits import STEP, Pacer
 
     now = [100.0]
     pacer = Pacer(0.02, 2.0, clock=lambda: now[0])
@@ -258,6 +261,70 @@ def test_pacer_polls_just_before_the_next_message_is_due():
     assert np.all(gaps_after[1:] >= gaps_after[:-1] - 1e-9)  # overdue: backing off
     with pytest.raises(ValueError, match="idle_min <= idle_max"):
         Pacer(1.0, 0.5)
+
+
+# -- the opt-in fast-waits adapter (topofl_lib.flower.fast_waits) -----------------------
+@needs_flower
+def test_fast_waits_adapter_is_written_for_the_installed_flwr(caplog):
+    """The adapter's verified version is the installed one (the lock's), so the
+    federations with ``fast_waits=True`` below do run with Flower adjusted."""
+    from topofl_lib.flower.fast_waits import VERIFIED_FLWR, check_version, installed_flwr
+
+    with caplog.at_level(logging.WARNING, logger="topofl_lib.flower.fast_waits"):
+        assert installed_flwr() == VERIFIED_FLWR and check_version() is True
+    assert caplog.records == []
+    with pytest.raises(TypeError, match="version must be a string, got 142"):
+        check_version(142)
+
+
+def _flower_internals():
+    """What the adapter replaces in Flower's modules (read, never changed, here)."""
+    from flwr.supercore import heartbeat
+    from flwr.superlink.grid import http_grid
+    from flwr.supernode import fleet_http_connection, start_client_internal
+
+    return (start_client_internal.time, start_client_internal._pull_and_store_message,
+            start_client_internal.pull_objects, http_grid.pull_objects,
+            heartbeat.HEARTBEAT_DEFAULT_INTERVAL,
+            fleet_http_connection.HEARTBEAT_DEFAULT_INTERVAL)
+
+
+@needs_flower
+@pytest.mark.parametrize("version", ["1.41.0", "1.42.1", "1.43.0", "1.42.0rc1", "2.0.0"])
+def test_fast_waits_adapter_patches_nothing_on_another_version(version, caplog):
+    """On a flwr version other than the verified one, both entry points change nothing
+    in Flower's modules and each logs the one-line notice (Flower's own waits stay)."""
+    import time as time_module
+
+    from topofl_lib.flower import fast_waits
+
+    before = _flower_internals()
+    woken = []
+    with caplog.at_level(logging.WARNING, logger="topofl_lib.flower.fast_waits"):
+        assert fast_waits.adjust_supernode(0.02, 2.0, on_message=lambda: woken.append(1),
+                                           version=version) is None
+        assert fast_waits.adjust_serverapp(version=version) is False
+    notice = ("topofl fast waits not applied: written for flwr "
+              f"{fast_waits.VERIFIED_FLWR}, found flwr {version}; using Flower's own waits")
+    assert [r.getMessage() for r in caplog.records] == [notice, notice]
+    after = _flower_internals()
+    assert all(a is b for a, b in zip(before, after, strict=True))
+    assert after[0] is time_module and woken == []
+    with pytest.raises(ValueError, match="idle_min <= idle_max"):  # arguments checked first
+        fast_waits.adjust_supernode(2.0, 1.0, version=version)
+
+
+def test_fast_waits_notice_is_one_line_on_stderr():
+    """With no logging configured (a SuperNode's or ServerApp's process), the notice is
+    exactly one line on stderr."""
+    code = ("from topofl_lib.flower.fast_waits import check_version; "
+            "print(check_version('1.41.0'))")
+    root = str(Path(tf.__file__).resolve().parents[1])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": root})
+    assert out.stdout == "False\n"
+    assert out.stderr.count("\n") == 1 and out.stderr.startswith(
+        "topofl fast waits not applied: written for flwr ")
 
 
 # -- credentials, command line, imports --------------------------------------------------
@@ -292,6 +359,62 @@ def test_credentials(tmp_path):
         make_tls(tmp_path, days=0)
 
 
+@needs_flower
+def test_security_command_line(tmp_path, capsys):
+    """``python -m topofl_lib.flower.security``, as the README's deployment uses it: the
+    SuperLink's certificate names the hosts given and the local ones; private files are
+    0600; a bad argument is one line, exit status 2, nothing written."""
+    from cryptography import x509
+
+    from topofl_lib.flower.security import main
+
+    creds = tmp_path / "creds"
+    main(["tls", str(creds), "--hosts", "10.0.0.7", "link.example.org", "--days", "30"])
+    assert capsys.readouterr().out.split() == [str(creds / f) for f in
+                                               ("ca.pem", "superlink.pem", "superlink.key")]
+    ca = x509.load_pem_x509_certificate((creds / "ca.pem").read_bytes())
+    cert = x509.load_pem_x509_certificate((creds / "superlink.pem").read_bytes())
+    cert.verify_directly_issued_by(ca)
+    sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert [str(ip) for ip in sans.get_values_for_type(x509.IPAddress)] == ["10.0.0.7",
+                                                                             "127.0.0.1"]
+    assert sans.get_values_for_type(x509.DNSName) == ["link.example.org", "localhost"]
+    assert (cert.not_valid_after_utc - cert.not_valid_before_utc).days == 30
+    main(["node-key", str(creds), "node_3"])
+    main(["secret", str(creds / "superexec.secret")])
+    assert capsys.readouterr().out.split() == [str(creds / f) for f in
+                                               ("node_3.key", "node_3.pub", "superexec.secret")]
+    for name in ("superlink.key", "node_3.key", "superexec.secret"):
+        assert stat.S_IMODE((creds / name).stat().st_mode) == 0o600
+    assert len(bytes.fromhex((creds / "superexec.secret").read_text())) == 32
+    for args, message in ((["tls", "x", "--hosts", "h", "--days", "0"],
+                           "tls: error: days must be >= 1, got 0"),
+                          (["tls", "x"], "tls: error: the following arguments are required: "
+                                         "--hosts"),
+                          (["node-key", "x", "../k"], "node-key: error: name must be a plain "
+                                                      "file stem, got '../k'")):
+        with pytest.raises(SystemExit) as exit_:
+            main([a.replace("x", str(tmp_path / "x")) if a == "x" else a for a in args])
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and err.count("\n") == 1
+        assert err.startswith(f"python -m topofl_lib.flower.security {message}")
+    assert not (tmp_path / "x").exists()
+
+
+def test_node_command_line_refuses_bad_arguments_in_one_line():
+    root = str(Path(tf.__file__).resolve().parents[1])
+    base = ["--", "--isolation", "process", "--port", "9094", "--superexec-auth-secret-file",
+            "s"]
+    for args, message in ((["--task-poll", "0", *base], "need --task-poll > 0, got 0.0"),
+                          (["--", "--port", "9094"], "the flower-supernode arguments need "
+                                                     "--isolation process")):
+        out = subprocess.run([sys.executable, "-m", "topofl_lib.flower.node", *args],
+                             capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "PYTHONPATH": root})
+        assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+        assert out.stderr.startswith(f"python -m topofl_lib.flower.node: error: {message}")
+
+
 def test_cli_rejects_bad_arguments_before_writing(tmp_path, capsys):
     from topofl_lib.reproduce import main
 
@@ -318,9 +441,12 @@ def test_cli_insecure_warns(monkeypatch, capsys):
     cli.add_parser(parser.add_subparsers(dest="command"))
     assert cli.run(parser.parse_args(["flower", "--insecure", "--rounds", "2"])) == 0
     assert cli.INSECURE_WARNING in capsys.readouterr().err
-    assert calls == [(("pTopoFL", 2, 0, "build/flower"), {"secure": False})]
+    assert calls == [(("pTopoFL", 2, 0, "build/flower"), {"secure": False, "fast_waits": False})]
     cli.run(parser.parse_args(["flower"]))
-    assert calls[-1][1] == {"secure": True} and capsys.readouterr().err == ""
+    assert calls[-1][1] == {"secure": True, "fast_waits": False}
+    assert capsys.readouterr().err == ""
+    cli.run(parser.parse_args(["flower", "--fast-waits"]))  # the adapter is opt-in
+    assert calls[-1][1] == {"secure": True, "fast_waits": True}
 
 
 BIG_SEED = "99999999999999999999999"
@@ -483,13 +609,22 @@ def healthcare_files(tmp_path_factory):
     return sc, write_partitions(sc, tmp_path_factory.mktemp("clients"))
 
 
-@pytest.fixture(scope="module")
-def secure_federation(healthcare_files, tmp_path_factory):
-    """Eight registered SuperNodes behind a TLS SuperLink (the default)."""
+@pytest.fixture(scope="module", params=[False, True], ids=["unpatched", "fast-waits"])
+def secure_federation(healthcare_files, tmp_path_factory, request):
+    """Eight registered SuperNodes behind a TLS SuperLink (the default), on an unpatched
+    Flower and with the opt-in fast-waits adapter."""
     from topofl_lib.flower import LocalFederation
 
-    with LocalFederation(healthcare_files[1], tmp_path_factory.mktemp("fed8")) as fed:
+    with LocalFederation(healthcare_files[1], tmp_path_factory.mktemp("fed8"),
+                         fast_waits=request.param) as fed:
         yield fed
+
+
+def _notices(fed) -> list[str]:
+    """The adapter's notices in a federation's logs (none: it applied, or was not asked)."""
+    return [line for log in sorted(fed.workdir.glob("*.log"))
+            for line in log.read_text(errors="ignore").splitlines()
+            if "fast waits not applied" in line]
 
 
 @needs_flower
@@ -508,6 +643,7 @@ def test_flower_run_matches_in_process_engine(healthcare_files, secure_federatio
     flower_auc = np.array([scores[str(k)][0] for k in range(8)])
     np.testing.assert_allclose(flower_auc, ref.history_["client_auc"][-1], rtol=0, atol=1e-9)
     assert res["rejected"] == [] and all(r["missing"] == [] for r in res["rounds"])
+    assert _notices(secure_federation) == []
     if method == "pTopoFL":
         assert res["labels"] == ref.labels_.tolist()
         np.testing.assert_allclose(res["drift"], ref.drift_, atol=1e-12)  # Eq. 9, tracked
@@ -518,6 +654,7 @@ def test_flower_run_matches_in_process_engine(healthcare_files, secure_federatio
 
 
 @needs_flower
+@pytest.mark.parametrize("secure_federation", [False], ids=["unpatched"], indirect=True)
 def test_only_registered_supernodes_trusting_the_ca_get_in(secure_federation, tmp_path):
     """A SuperNode with its own unregistered key is refused; one that does not trust the
     federation's CA cannot connect; neither ever receives a model. The registered ones
@@ -599,10 +736,13 @@ def test_insecure_federation_still_runs(healthcare_files, tmp_path):
 
 
 @needs_flower
-def test_faults_with_32_supernodes(tmp_path):
+@pytest.mark.parametrize("fast_waits", [False, True], ids=["unpatched", "fast-waits"])
+def test_faults_with_32_supernodes(tmp_path, fast_waits):
     """Two SuperNodes killed in different rounds, one restarted; three send malformed
     replies. Every round completes with the valid replies, the malformed ones are
-    rejected and logged with the node's id, and the restarted node is back."""
+    rejected and logged with the node's id, and the restarted node is back (once the
+    SuperLink takes the killed one for offline: two heartbeats, 60 s on an unpatched
+    Flower, 20 s with the adapter)."""
     from topofl_lib.flower import LocalFederation, write_partitions
 
     sc = tf.make_healthcare(n_clients=32, n_adversarial=8, random_state=0)
@@ -610,7 +750,7 @@ def test_faults_with_32_supernodes(tmp_path):
     faults = {3: {"fault": "nan", "fault-round": 2}, 7: {"fault": "length", "fault-round": 3},
               11: {"fault": "descriptor", "fault-round": 4}}
     rounds, killed_a, killed_b = 7, 5, 20
-    with LocalFederation(paths, tmp_path, node_config=faults) as fed:
+    with LocalFederation(paths, tmp_path, node_config=faults, fast_waits=fast_waits) as fed:
         node_ids = {k: fed.wait_node(k, 1) for k in range(32)}
         proc, path = fed.submit("faults", **{"num-rounds": rounds, "round-timeout": 15.0,
                                              "eval-every": rounds})

@@ -9,6 +9,7 @@ arrays inside float64: :func:`power_of_two_split` (exact rescaling) and :func:`l
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Iterable
 from numbers import Integral, Real
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "OneLineArgumentParser",
     "as_float_array",
     "check_bool",
     "check_choice",
@@ -31,6 +33,18 @@ __all__ = [
     "l2_norm",
     "power_of_two_split",
 ]
+
+
+class OneLineArgumentParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (``prog: error: ...``), exit status 2.
+
+    The command lines of the library (``python -m topofl_lib``, ``python -m
+    topofl_lib.flower.security``, ``python -m topofl_lib.flower.node``) use it.
+    """
+
+    def error(self, message: str):
+        """Exit with status 2 after one line naming the problem (argparse's hook)."""
+        self.exit(2, f"{self.prog}: error: {message} (--help shows the usage)\n")
 
 
 def as_float_array(x: Any, name: str, dtype: type = np.float64) -> np.ndarray:

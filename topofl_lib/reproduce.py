@@ -81,7 +81,7 @@ from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
-from ._validation import check_int
+from ._validation import OneLineArgumentParser, check_int
 from .environment import distribution_version, git_state, machine_record, run_record
 from .flower import cli as flower_cli
 from .notebook_params import COMMON, NOTEBOOKS, PROFILES, Notebook, parameters_cell
@@ -514,13 +514,6 @@ def _run(names: list[str], registry: Mapping[str, Notebook], notebooks_dir: Path
     shutil.rmtree(run_dir)
 
 
-class _OneLineErrors(argparse.ArgumentParser):
-    """An argument parser whose errors are one line (``prog: error: ...``), exit status 2."""
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (--help shows the usage)\n")
-
-
 def _positive_int(text: str) -> int:
     """``--workers``: an int >= 1 (argparse turns the error into a usage error)."""
     try:
@@ -551,7 +544,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m topofl_lib") -> i
         The exit status: 0, 2 for an error found before any notebook started (printed as
         one line), 1 for a notebook that failed or could not be published.
     """
-    parser = _OneLineErrors(prog=prog)
+    parser = OneLineArgumentParser(prog=prog)
     parser.add_argument("--version", action="version",
                         version=f"topofl {distribution_version()}")
     sub = parser.add_subparsers(dest="command", required=True)

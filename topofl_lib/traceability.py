@@ -607,7 +607,7 @@ README_ALLOWED: tuple[tuple[str, str], ...] = (
     (r"\(73\.9, 76\.5, 85\.3\)", "FedAvg's accuracy on each of the three L-skew draws, "
      "per-seed values of runs/fedtopo/paper/ that no published output prints (checked by "
      "tests/test_traceability.py)"),
-    (r"\bflwr 1\.41\b", "the Flower version the shortened waits are written for"),
+    (r"\bflwr 1\.42\b", "the Flower version the opt-in fast-waits adapter is written for"),
     (r"round on an NVIDIA H100 \(measured[^|]*", "timings of benchmarks/bench_deep_gpu.py "
      "on a lent GPU and on this CPU, recorded in benchmarks/results/*.json, not in results/"),
     (r"loop lives 0\.005 instead of 1\.27", "a property of the triangle approximation "

@@ -5,9 +5,11 @@
 names them); :class:`~topofl_lib.flower.federation.LocalFederation` starts a
 SuperLink (:mod:`~topofl_lib.flower.superlink`) and one SuperNode per client
 (:mod:`~topofl_lib.flower.node`) on this machine, secured with the credentials of
-:mod:`~topofl_lib.flower.security`, and runs it; :mod:`~topofl_lib.flower.waits` holds
-the waits of Flower 1.41 it shortens. :mod:`~topofl_lib.flower.cli` is ``python -m
-topofl_lib flower``. Names are imported on first use, so the ClientApp's process
+:mod:`~topofl_lib.flower.security`, and runs it on an unpatched Flower;
+:mod:`~topofl_lib.flower.polling` holds topofl's own waits (Flower's public API), and
+:mod:`~topofl_lib.flower.fast_waits` the opt-in, version-checked adapter that shortens
+waits inside Flower's modules. :mod:`~topofl_lib.flower.cli` is ``python -m topofl_lib
+flower``. Names are imported on first use, so the ClientApp's process
 imports only the ClientApp.
 """
 

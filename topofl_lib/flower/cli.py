@@ -89,6 +89,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                           "created if missing)")
     flw.add_argument("--insecure", action="store_true",
                      help="no TLS and no SuperNode authentication (prints a warning)")
+    flw.add_argument("--fast-waits", action="store_true",
+                     help="opt into the adapter that shortens waits inside Flower's modules "
+                          "(topofl_lib.flower.fast_waits; only on the flwr version it was "
+                          "verified with, else Flower's own waits with a one-line notice)")
     flw.set_defaults(flower_prog=flw.prog)
     return flw
 
@@ -126,5 +130,6 @@ def run(args: argparse.Namespace) -> int:
         _fail(str(exc), prog)
     if args.insecure:
         print(INSECURE_WARNING, file=sys.stderr)
-    flower_demo(args.method, args.rounds, args.seed, args.workdir, secure=not args.insecure)
+    flower_demo(args.method, args.rounds, args.seed, args.workdir, secure=not args.insecure,
+                fast_waits=args.fast_waits)
     return 0

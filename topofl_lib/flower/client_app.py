@@ -45,7 +45,7 @@ from flwr.clientapp import ClientApp
 from ..federated.augmentation import augment_features, augmentation_stats
 from ..federated.local import LogisticLearner, client_streams, local_sgd
 from ..topology.descriptor import client_topology
-from .waits import RECEIVED_AT
+from .polling import RECEIVED_AT
 
 app = ClientApp()
 
@@ -87,8 +87,10 @@ def _process_start() -> float:
 def _timing(t_start: float) -> dict:
     """Per-phase timestamps of this message (``timing`` run config).
 
-    ``t-delivered`` is when the SuperNode stored the message (set by
-    :mod:`~topofl_lib.flower.node`'s executor; NaN under another executor).
+    ``t-delivered`` is when the node had the message (set by
+    :mod:`~topofl_lib.flower.node`'s executor: when the SuperNode stored it with the
+    fast-waits adapter, else when the executor acquired its task; NaN under another
+    executor).
     """
     return {"t-delivered": float(os.environ.get(RECEIVED_AT, "nan")),
             "t-process": _process_start(), "t-imported": _IMPORTED_AT, "t-start": t_start,

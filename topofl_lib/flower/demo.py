@@ -40,7 +40,7 @@ MAX_SEED = SEED_BOUND - 1
 
 
 def flower_demo(method: str = "pTopoFL", rounds: int = 15, seed: int = 0,
-                workdir="build/flower", secure: bool = True) -> dict:
+                workdir="build/flower", secure: bool = True, fast_waits: bool = False) -> dict:
     """Run the demo (see the module docstring); returns the Flower run's results.
 
     Parameters
@@ -55,6 +55,10 @@ def flower_demo(method: str = "pTopoFL", rounds: int = 15, seed: int = 0,
         Folder for the client partitions, keys, certificates and logs (created if missing).
     secure : bool, default=True
         Use TLS and registered SuperNode keys; ``False`` runs the federation insecure.
+    fast_waits : bool, default=False
+        Opt into the adapter :mod:`~topofl_lib.flower.fast_waits` (shorter waits inside
+        Flower's modules, on the flwr version it was verified with); off, Flower runs
+        unpatched.
 
     Returns
     -------
@@ -73,6 +77,7 @@ def flower_demo(method: str = "pTopoFL", rounds: int = 15, seed: int = 0,
     check_int(rounds, "rounds", low=1, high=MAX_ROUNDS)
     check_int(seed, "seed", low=0, high=MAX_SEED)
     secure = check_bool(secure, "secure")
+    fast_waits = check_bool(fast_waits, "fast_waits")
     workdir = check_workdir(workdir)
     require_flower()
     scenario = make_healthcare(random_state=seed)
@@ -82,9 +87,10 @@ def flower_demo(method: str = "pTopoFL", rounds: int = 15, seed: int = 0,
     ref = in_process_reference(scenario, method, **cfg)
     t_ref = time.perf_counter() - t0
     print(f"in-process engine: {rounds} rounds in {t_ref:.2f} s")
-    mode = "TLS, registered SuperNode keys" if secure else "INSECURE"
+    mode = ("TLS, registered SuperNode keys" if secure else "INSECURE") + (
+        "; fast-waits adapter" if fast_waits else "")
     print(f"starting a SuperLink and {len(paths)} SuperNodes ({mode}; logs in {workdir}) ...")
-    with LocalFederation(paths, workdir, secure=secure) as fed:
+    with LocalFederation(paths, workdir, secure=secure, fast_waits=fast_waits) as fed:
         res = fed.run(method, timeout=3600, method=method, **cfg)
     times = [r["seconds"] for r in res["rounds"]]
     print(f"Flower: {rounds} rounds in {res['seconds']:.1f} s (median training round "

@@ -14,15 +14,18 @@ client's data file, and submits the Flower App of :mod:`topofl_lib.flower` with
   registered is refused.
 
 ``secure=False`` runs everything with ``--insecure`` (plain HTTP; any process that can
-reach the port may join). The SuperLink is Flower's (:mod:`topofl_lib.flower.superlink`
-starts it with its imports frozen for the garbage collector); each SuperNode is
-:mod:`topofl_lib.flower.node` (Flower's SuperNode with ``--isolation process`` and a
-long-lived ClientApp executor), forked from one process that has imported Flower and the
-ClientApp once (a zygote). Ports are free ones picked at start; all Flower state lives
-in the federation's work folder (``FLWR_HOME`` of the SuperLink and CLI, one per
-SuperNode). Every process it started is stopped on :meth:`~LocalFederation.stop`, which
-the context manager calls also when something fails; the nodes also die with the zygote,
-and the zygote ends when the federation's process does.
+reach the port may join). Flower runs unpatched unless ``fast_waits=True``, which opts
+into the adapter :mod:`~topofl_lib.flower.fast_waits` (shorter waits inside Flower's
+SuperNode and ServerApp, for the flwr version it was verified with). The SuperLink is
+Flower's (:mod:`topofl_lib.flower.superlink` starts it with its imports frozen for the
+garbage collector); each SuperNode is :mod:`topofl_lib.flower.node` (Flower's SuperNode
+with ``--isolation process`` and a long-lived ClientApp executor), forked from one
+process that has imported Flower and the ClientApp once (a zygote). Ports are free ones
+picked at start; all Flower state lives in the federation's work folder (``FLWR_HOME``
+of the SuperLink and CLI, one per SuperNode). Every process it started is stopped on
+:meth:`~LocalFederation.stop`, which the context manager calls also when something
+fails; the nodes also die with the zygote, and the zygote ends when the federation's
+process does.
 
 :func:`in_process_reference` runs the same method on the same data with the in-process
 engine (``rng_streams="per_client"``), for the parity check.
@@ -123,7 +126,8 @@ def default_run_config() -> dict:
 
 
 #: Seconds between two attempts to restart a SuperNode that the SuperLink still takes for
-#: online (after a crash it is offline within two heartbeats, 20 s).
+#: online (after a crash it is offline within two heartbeats: 60 s on an unpatched Flower,
+#: 20 s with the fast-waits adapter).
 RESTART_WAIT = 4.0
 
 
@@ -211,12 +215,17 @@ class LocalFederation:
         Extra ``--node-config`` entries per client index, e.g. ``{3: {"fault": "nan"}}``
         (see :mod:`~topofl_lib.flower.client_app`).
     idle_max : float, default=2.0
-        Longest wait (s) of a SuperNode between two empty pulls from the SuperLink
-        (:mod:`~topofl_lib.flower.node`).
+        With ``fast_waits``: the longest wait (s) of a SuperNode between two empty pulls
+        from the SuperLink (:mod:`~topofl_lib.flower.node`).
+    fast_waits : bool, default=False
+        Opt into the adapter :mod:`~topofl_lib.flower.fast_waits`, which shortens waits
+        Flower hard-codes by patching its modules in the SuperNodes and the ServerApp
+        (only on the flwr version it was verified with; on another it changes nothing
+        and logs one line). Off: Flower runs unpatched.
     """
 
     def __init__(self, data_paths, workdir, *, secure: bool = True, node_config=None,
-                 idle_max: float = 2.0):
+                 idle_max: float = 2.0, fast_waits: bool = False):
         require_flower()
         self.data_paths = [Path(p).resolve() for p in data_paths]
         if not self.data_paths:
@@ -229,6 +238,7 @@ class LocalFederation:
                             for k, v in (node_config or {}).items()}
         self.idle_max = check_real(idle_max, "idle_max", low=0.02)
         self.secure = check_bool(secure, "secure")
+        self.fast_waits = check_bool(fast_waits, "fast_waits")
         self.workdir = check_workdir(workdir)
         if not self.secure:
             warnings.warn("LocalFederation(secure=False): no TLS and no SuperNode "
@@ -391,7 +401,8 @@ class LocalFederation:
         if self._zygote is None:
             raise RuntimeError("start the federation before its SuperNodes")
         env = {"FLWR_HOME": str(self.workdir / "nodes" / str(k) / "flwr-home")}
-        proc = self._zygote.fork(["--idle-max", str(self.idle_max), "--", *args],
+        options = ["--fast-waits"] if self.fast_waits else []
+        proc = self._zygote.fork([*options, "--idle-max", str(self.idle_max), "--", *args],
                                  self.workdir / log_name, env, self.workdir)
         self.processes.append(proc)
         return proc
@@ -400,8 +411,8 @@ class LocalFederation:
         """(Re)start the SuperNode of client ``k``; wait until it is connected.
 
         A node restarted after a crash can rejoin with its key once the SuperLink has
-        taken it for offline (at most two heartbeats, 20 s): until then its start is
-        refused and is retried here.
+        taken it for offline (at most two heartbeats: 60 s, or 20 s with ``fast_waits``):
+        until then its start is refused and is retried here.
 
         Parameters
         ----------
@@ -439,6 +450,8 @@ class LocalFederation:
         log = self.workdir / f"supernode_{k}.log"
         deadline = time.monotonic() + timeout
         while True:
+            # whether it has ended, before reading its log: an ended node's log is complete
+            ended = self.nodes[k].poll() is not None
             with open(log, "rb") as fh:
                 fh.seek(self._log_offset[k])
                 text = fh.read().decode(errors="ignore")
@@ -447,7 +460,7 @@ class LocalFederation:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"SuperNode {k} did not connect within {timeout:.0f} s; "
                                    f"see {log}")
-            if self.nodes[k].poll() is not None:
+            if ended:
                 if "address already in use" in text:  # its Runtime API port was taken
                     self._node_args[k] = self.node_args(k, **self._node_config[k])
                 elif "Failed to initialize the connection" in text:
@@ -491,8 +504,8 @@ class LocalFederation:
         name : str, default="run"
             Name of the run's log (``<name>.log``) and results file (``<name>.json``).
         **run_config
-            Run-config entries overriding ``default_run_config()``; an unknown key raises
-            ``ValueError``.
+            Run-config entries overriding ``default_run_config()`` (``fast-waits`` is the
+            federation's unless given); an unknown key raises ``ValueError``.
 
         Returns
         -------
@@ -502,7 +515,8 @@ class LocalFederation:
             Where the ServerApp writes the results.
         """
         defaults = default_run_config()
-        cfg = {**defaults, **run_config, "results-path": str(self.workdir / f"{name}.json")}
+        cfg = {**defaults, "fast-waits": self.fast_waits, **run_config,
+               "results-path": str(self.workdir / f"{name}.json")}
         check_choice(cfg["method"], "method", FLOWER_METHODS)
         unknown = set(cfg) - set(defaults)
         if unknown:

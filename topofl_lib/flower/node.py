@@ -1,28 +1,33 @@
-"""One SuperNode of a local federation: Flower's SuperNode and a long-lived ClientApp executor.
+"""One SuperNode: Flower's SuperNode and a long-lived ClientApp executor.
 
-``python -m topofl_lib.flower.node [--idle-min S] [--idle-max S] -- <flower-supernode
-arguments>`` runs Flower 1.41's ``flower-supernode`` with ``--isolation process`` (its
-arguments are passed on unchanged; they must include ``--isolation process``, ``--port``
-and ``--superexec-auth-secret-file``). ``python -m topofl_lib.flower.node --zygote``
-(:func:`serve`) imports all that once and forks such nodes on request, which is how
-:class:`~topofl_lib.flower.LocalFederation` starts its nodes in milliseconds each.
-A node has imported Flower and the ClientApp and forks:
+``python -m topofl_lib.flower.node [--fast-waits] [--task-poll S] [--idle-min S]
+[--idle-max S] -- <flower-supernode arguments>`` runs Flower's ``flower-supernode`` with
+``--isolation process`` (its arguments are passed on unchanged; they must include
+``--isolation process``, ``--port`` and ``--superexec-auth-secret-file``). This is how a
+SuperNode is started on a machine of its own (README, "Across machines") and by
+:class:`~topofl_lib.flower.LocalFederation`, which forks its nodes from ``python -m
+topofl_lib.flower.node --zygote`` (:func:`serve`), a process that has imported all this
+once, so each starts in milliseconds. A node has imported Flower and the ClientApp and
+forks:
 
 * **the executor** (the child): the role Flower gives ``flower-superexec`` under
   ``--isolation process``. It acquires the node's ClientApp tasks from the SuperNode's
   Runtime API (authenticated with the SuperExec secret) and runs each one with Flower's
   own ``run_clientapp`` in a process forked from it, which starts in milliseconds with
   Flower and ``topofl_lib`` already imported. ``flower-superexec`` instead starts a new
-  ``flwr-clientapp`` interpreter per message, about 2 s of imports each, and polls for
-  tasks every second; this executor is woken by the SuperNode the moment a message is
-  stored;
-* **the SuperNode** (this process): Flower's ``flower-supernode`` entry point, with
-  the waits Flower 1.41 hard-codes shortened by
-  :func:`~topofl_lib.flower.waits.adjust_supernode` (between two empty pulls from the
-  SuperLink: a few per round, timed by the pace of the run, between ``--idle-min`` and
-  ``--idle-max`` instead of 3 s; reply checks,
-  object-pull retries and the heartbeat as listed in :mod:`~topofl_lib.flower.waits`).
-  Each time it has stored a message it wakes the executor through a pipe.
+  ``flwr-clientapp`` interpreter per message, about 2 s of imports each, and asks for
+  tasks every second; this executor asks every ``--task-poll`` s
+  (:data:`~topofl_lib.flower.polling.TASK_POLL`), or, with ``--fast-waits``, is woken by
+  the SuperNode the moment a message is stored;
+* **the SuperNode** (this process): Flower's ``flower-supernode`` entry point,
+  unchanged. With ``--fast-waits`` (opt-in) the waits Flower hard-codes are shortened by
+  the adapter :func:`~topofl_lib.flower.fast_waits.adjust_supernode` (between two empty
+  pulls from the SuperLink: a few per round, timed by the pace of the run, between
+  ``--idle-min`` and ``--idle-max`` instead of 3 s; reply checks, object-pull retries
+  and the heartbeat as listed there), which wakes the executor through a pipe after
+  each stored message; on a flwr version other than the one the adapter was verified
+  with, it changes nothing, says so in one line, and the executor asks for tasks every
+  ``--task-poll`` s as without it.
 
 Every process of the node is in the node's process group, so one signal to the group
 stops the node, its executor and any ClientApp still running; the executor also stops
@@ -36,6 +41,7 @@ import ctypes
 import gc
 import json
 import os
+import select
 import signal
 import struct
 import sys
@@ -43,7 +49,7 @@ import threading
 import time
 import traceback
 
-from .waits import RECEIVED_AT, adjust_supernode
+from .polling import RECEIVED_AT, TASK_POLL
 
 __all__ = ["RECEIVED_AT", "main"]
 
@@ -67,8 +73,13 @@ def _run_task(address: str, token: str) -> None:
         os._exit(code)
 
 
-def _executor(address: str, secret_file: str, wake_fd: int) -> None:
-    """Acquire the node's ClientApp tasks and run each in a forked child."""
+def _executor(address: str, secret_file: str, wake_fd: int, poll: float | None) -> None:
+    """Acquire the node's ClientApp tasks and run each in a forked child.
+
+    Asks for tasks whenever the SuperNode writes to ``wake_fd`` (the adapter's hook: the
+    message and its objects are stored), and also every ``poll`` s unless ``poll`` is
+    None. Ends when the SuperNode closes its end of the pipe.
+    """
     import httpx
     from flwr.proto.runtime_pb2 import AcquireTaskRequest
     from flwr.supercore.auth import load_superexec_auth_secret
@@ -88,13 +99,14 @@ def _executor(address: str, secret_file: str, wake_fd: int) -> None:
                           protected_methods={"/flwr.proto.Runtime/AcquireTask"})])
     request = AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP.value])
     while True:
-        # Woken only once the SuperNode has stored a message *and its objects* (a task
-        # acquired earlier would wait for them in Flower's 1 s pull back-off).
-        data = os.read(wake_fd, 4096)
-        if not data:
-            return  # the SuperNode closed its end: it is gone
-        # when the SuperNode stored the latest message (read by the ClientApp's timing)
-        os.environ[RECEIVED_AT] = repr(struct.unpack_from("d", data, len(data) - 8)[0])
+        if select.select([wake_fd], [], [], poll)[0]:
+            data = os.read(wake_fd, 4096)
+            if not data:
+                return  # the SuperNode closed its end: it is gone
+            # when the SuperNode stored the latest message (read by the ClientApp's timing)
+            received = struct.unpack_from("d", data, len(data) - 8)[0]
+        else:
+            received = None  # a poll: the task's message came at most `poll` s ago
         failures = 0
         while True:
             try:
@@ -107,18 +119,28 @@ def _executor(address: str, secret_file: str, wake_fd: int) -> None:
                 continue
             if not (res.HasField("task") and res.token):
                 break
+            os.environ[RECEIVED_AT] = repr(time.time() if received is None else received)
             if os.fork() == 0:
                 os.close(wake_fd)
                 _run_task(address, res.token)
 
 
 def _parse(argv):
-    parser = argparse.ArgumentParser(prog="python -m topofl_lib.flower.node",
-                                     description=__doc__.splitlines()[0])
+    from .._validation import OneLineArgumentParser
+
+    parser = OneLineArgumentParser(prog="python -m topofl_lib.flower.node",
+                                   description=__doc__.splitlines()[0])
+    parser.add_argument("--fast-waits", action="store_true",
+                        help="shorten Flower's hard-coded waits in this SuperNode (the "
+                             "opt-in adapter topofl_lib.flower.fast_waits; only on the flwr "
+                             "version it was verified with)")
+    parser.add_argument("--task-poll", type=float, default=TASK_POLL,
+                        help="seconds between two asks of the executor for ClientApp tasks")
     parser.add_argument("--idle-min", type=float, default=0.02,
-                        help="first wait (s) between two empty pulls after a message")
+                        help="with --fast-waits: first wait (s) between two empty pulls "
+                             "after a message")
     parser.add_argument("--idle-max", type=float, default=2.0,
-                        help="longest wait (s) between two empty pulls")
+                        help="with --fast-waits: longest wait (s) between two empty pulls")
     parser.add_argument("supernode_args", nargs=argparse.REMAINDER,
                         help="-- then the flower-supernode arguments")
     args = parser.parse_args(argv)
@@ -132,6 +154,8 @@ def _parse(argv):
     if opts.isolation != "process" or opts.port is None or not opts.superexec_auth_secret_file:
         parser.error("the flower-supernode arguments need --isolation process, --port and "
                      "--superexec-auth-secret-file")
+    if not args.task_poll > 0:
+        parser.error(f"need --task-poll > 0, got {args.task_poll}")
     if not 0 < args.idle_min <= args.idle_max:
         parser.error(f"need 0 < --idle-min <= --idle-max, got {args.idle_min}, {args.idle_max}")
     return args, sn, f"{opts.host}:{opts.port}", opts.superexec_auth_secret_file
@@ -153,11 +177,17 @@ def main(argv=None) -> None:
     """Run one node in this process (see the module docstring)."""
     args, sn_args, address, secret_file = _parse(argv)
     flower_supernode = _preload()  # before forking: the executor and tasks inherit it
+    adjust = None
+    if args.fast_waits:
+        from . import fast_waits
+
+        # the version gate runs before the fork: the executor learns whether it is woken
+        adjust = fast_waits.adjust_supernode if fast_waits.check_version() else None
     wake_r, wake_w = os.pipe()
     if os.fork() == 0:
         os.close(wake_w)
         try:
-            _executor(address, secret_file, wake_r)
+            _executor(address, secret_file, wake_r, None if adjust else args.task_poll)
         finally:
             os._exit(0)
     os.close(wake_r)
@@ -169,7 +199,8 @@ def main(argv=None) -> None:
         except OSError:  # the executor is gone
             pass
 
-    adjust_supernode(args.idle_min, args.idle_max, on_message=wake)
+    if adjust is not None:
+        adjust(args.idle_min, args.idle_max, on_message=wake)
     sys.argv = ["flower-supernode", *sn_args]
     flower_supernode()
 

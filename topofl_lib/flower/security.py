@@ -1,10 +1,12 @@
-"""Credentials of a local federation, made at start with ``cryptography`` (nothing downloaded).
+"""Credentials of a federation, made with ``cryptography`` (nothing downloaded).
 
 * :func:`make_tls`: a certificate authority of this federation and the SuperLink's TLS
-  certificate signed by it (for ``127.0.0.1`` and ``localhost``). The SuperLink serves
-  its Fleet, Control and Runtime APIs with it (``--ssl-ca-certfile``, ``--ssl-certfile``,
-  ``--ssl-keyfile``); SuperNodes (``--root-certificates``) and the ``flwr`` CLI
-  (``root-certificates`` in its connection config) trust only this CA.
+  certificate signed by it (for ``127.0.0.1`` and ``localhost``, or the hosts given;
+  the CA's private key is never written, so nothing else can be signed by it later).
+  The SuperLink serves its Fleet, Control and Runtime APIs with it
+  (``--ssl-ca-certfile``, ``--ssl-certfile``, ``--ssl-keyfile``); SuperNodes
+  (``--root-certificates``) and the ``flwr`` CLI (``root-certificates`` in its
+  connection config) trust only this CA.
 * :func:`make_node_key`: a SuperNode's authentication key pair (EC P-256, a NIST curve
   as Flower requires, OpenSSH format; it signs every request of the node, and P-256
   verifies about 8 times faster than P-384): the private key for ``flower-supernode
@@ -15,11 +17,15 @@
   (``flower-supernode --superexec-auth-secret-file``), which its executor presents to
   the node's Runtime API.
 * :func:`register_nodes`: registers public keys with the real ``flwr supernode
-  register`` command, all in one process (``python -m topofl_lib.flower.security``).
+  register`` command, all in one process.
+
+:func:`main` is the command line (``python -m topofl_lib.flower.security tls | node-key
+| secret | register``), which the README's deployment across machines uses.
 
 Private keys and secrets are created with mode 0600 (``os.open`` with ``O_CREAT |
-O_EXCL``: never readable by others, not even for a moment) and never leave the
-federation's folder.
+O_EXCL``: never readable by others, not even for a moment) where they are used: a local
+federation's in its folder, and across machines each on its own machine (only
+``ca.pem`` and the public keys are copied).
 """
 
 from __future__ import annotations
@@ -28,7 +34,6 @@ import datetime as dt
 import ipaddress
 import os
 import stat
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +42,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-__all__ = ["TLSFiles", "make_node_key", "make_secret", "make_tls", "register_nodes"]
+__all__ = ["LOCAL_HOSTS", "TLSFiles", "main", "make_node_key", "make_secret", "make_tls",
+           "register_nodes"]
 
 
 @dataclass(frozen=True)
@@ -222,7 +228,73 @@ def register_nodes(public_keys, superlink: str = "local") -> None:
             raise RuntimeError(f"flwr supernode register {key} failed: {err}") from err
 
 
-if __name__ == "__main__":  # python -m topofl_lib.flower.security register KEY.pub ...
-    if sys.argv[1:2] != ["register"] or len(sys.argv) < 3:
-        sys.exit("usage: python -m topofl_lib.flower.security register PUBLIC_KEY ...")
-    register_nodes(sys.argv[2:])
+#: Names always in the SuperLink's certificate made by ``python -m ... tls``: the
+#: ServerApp the SuperLink starts connects to it locally (at 127.0.0.1 when it listens
+#: on 0.0.0.0).
+LOCAL_HOSTS = ("127.0.0.1", "localhost")
+
+
+def _parser():
+    from .._validation import OneLineArgumentParser
+
+    parser = OneLineArgumentParser(prog="python -m topofl_lib.flower.security",
+                                   description="Make a federation's credentials (CA, TLS "
+                                               "certificate, SuperNode keys, SuperExec "
+                                               "secret) and register SuperNode keys.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    tls = sub.add_parser("tls", help="a new CA and the SuperLink's TLS certificate signed "
+                                     "by it: ca.pem, superlink.pem, superlink.key (0600)")
+    tls.add_argument("folder", help="where the three files are written")
+    tls.add_argument("--hosts", nargs="+", required=True,
+                     help="the addresses and DNS names SuperNodes and the flwr CLI reach "
+                          "the SuperLink at (127.0.0.1 and localhost are added)")
+    tls.add_argument("--days", type=int, default=365, help="validity (default 365)")
+    key = sub.add_parser("node-key", help="a SuperNode's key pair: NAME.key (0600), NAME.pub")
+    key.add_argument("folder")
+    key.add_argument("name", help="file stem, e.g. node_0")
+    secret = sub.add_parser("secret", help="a SuperNode's SuperExec secret (0600)")
+    secret.add_argument("path")
+    reg = sub.add_parser("register", help="register SuperNode public keys with "
+                                          "flwr supernode register")
+    reg.add_argument("public_keys", nargs="+", metavar="PUBLIC_KEY")
+    reg.add_argument("--superlink", default="local",
+                     help="the connection's name in $FLWR_HOME/config.toml (default: local)")
+    return parser, sub.choices
+
+
+def main(argv=None) -> None:
+    """``python -m topofl_lib.flower.security tls|node-key|secret|register ...``.
+
+    ``tls FOLDER --hosts HOST ...`` (:func:`make_tls`, valid for the hosts given and
+    :data:`LOCAL_HOSTS`), ``node-key FOLDER NAME`` (:func:`make_node_key`), ``secret
+    PATH`` (:func:`make_secret`), ``register PUBLIC_KEY ... [--superlink NAME]``
+    (:func:`register_nodes`). Prints the files written; a bad argument is one line on
+    stderr, exit status 2.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: this process's).
+    """
+    parser, commands = _parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "tls":
+            hosts = list(dict.fromkeys([*args.hosts, *LOCAL_HOSTS]))
+            made = make_tls(args.folder, hosts=hosts, days=args.days)
+            written = [made.ca, made.cert, made.key]
+        elif args.command == "node-key":
+            written = list(make_node_key(args.folder, args.name))
+        elif args.command == "secret":
+            written = [make_secret(args.path)]
+        else:
+            register_nodes(args.public_keys, args.superlink)
+            written = []
+    except ValueError as exc:
+        commands[args.command].error(str(exc))
+    for path in written:
+        print(path)
+
+
+if __name__ == "__main__":
+    main()

@@ -33,10 +33,13 @@ with the node's id, and never enters the aggregate. A node that (re)joins later 
 new node id is asked for its partition id and gets its cluster's model from the next
 round on.
 
-Waiting: replies are collected by :class:`~topofl_lib.flower.waits.PollingGrid`, which
-asks the SuperLink for them every ``poll-interval`` s (Flower's ``send_and_receive``
-waits 3 s between asks), and a reply whose arrays are not uploaded yet is retried after
-20 ms instead of 1 s (:func:`~topofl_lib.flower.waits.shorten_object_pulls`).
+Waiting: replies are collected by :class:`~topofl_lib.flower.polling.PollingGrid`,
+which asks the SuperLink for them every ``poll-interval`` s (Flower's
+``send_and_receive`` waits 3 s between asks) through Flower's public Grid API. With the
+run config ``fast-waits = true`` (opt-in) the adapter
+:func:`~topofl_lib.flower.fast_waits.adjust_serverapp` also retries a reply whose arrays
+are not uploaded yet after 20 ms instead of 1 s, if the installed flwr is the version it
+was verified with (otherwise it changes nothing and logs one line).
 
 Results (per-round, per-client AUC and accuracy, who replied and who was rejected,
 round times, message sizes, and with ``timing`` the per-phase times of each reply) are
@@ -61,7 +64,7 @@ from flwr.serverapp.strategy import FedAvg
 from ..federated.aggregation import aggregate_round, server_state
 from ..federated.ptopofl import signature_drift
 from ..topology.descriptor import DESCRIPTOR_NAMES
-from .waits import PollingGrid, shorten_object_pulls
+from .polling import PollingGrid
 
 app = ServerApp()
 
@@ -481,7 +484,7 @@ def main(grid: Grid, context: Context) -> None:
     Parameters
     ----------
     grid : flwr.serverapp.Grid
-        The grid Flower provides (wrapped in a :class:`~topofl_lib.flower.waits.PollingGrid`).
+        The grid Flower provides (wrapped in a :class:`~topofl_lib.flower.polling.PollingGrid`).
     context : flwr.app.Context
         The run's context; ``run_config`` holds the method, hyper-parameters and ``results-path``.
     """
@@ -499,9 +502,10 @@ def main(grid: Grid, context: Context) -> None:
                               float(cfg["tau"]), client_config, float(cfg["round-timeout"]),
                               int(cfg["min-nodes"]), int(cfg["eval-every"]),
                               int(cfg["num-rounds"]), str(cfg["results-path"]))
-    from flwr.superlink.grid import http_grid
+    if bool(cfg["fast-waits"]):  # opt-in: patches Flower's Grid in this process
+        from .fast_waits import adjust_serverapp
 
-    shorten_object_pulls(http_grid)  # a reply's arrays may arrive just after the reply
+        adjust_serverapp()
     grid = PollingGrid(grid, float(cfg["poll-interval"]))
     t0 = time.perf_counter()
     strategy.round_zero(grid)

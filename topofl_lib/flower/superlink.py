@@ -1,10 +1,12 @@
 """``python -m topofl_lib.flower.superlink <flower-superlink arguments>``: Flower's SuperLink.
 
-The same as ``flower-superlink`` (Flower 1.41's entry point, arguments passed on
-unchanged), after importing what it serves with and moving those objects out of the
-garbage collector's reach (``gc.freeze``): they never become garbage, and a full
-collection would otherwise walk all of them while the SuperLink answers hundreds of
-requests per round. :class:`~topofl_lib.flower.LocalFederation` starts its SuperLink so.
+The same as ``flower-superlink`` (Flower's entry point, arguments passed on unchanged;
+nothing of Flower is patched), after importing what it serves with and moving those
+objects out of the garbage collector's reach (``gc.freeze``): they never become garbage,
+and a full collection would otherwise walk all of them while the SuperLink answers
+hundreds of requests per round. :class:`~topofl_lib.flower.LocalFederation` starts its
+SuperLink so, and so does the README's deployment across machines (plain
+``flower-superlink`` works as well).
 """
 
 from __future__ import annotations

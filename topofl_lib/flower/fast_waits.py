@@ -1,7 +1,21 @@
-"""Flower 1.41's hard-coded waits, and the shorter ones topofl's local federation uses.
+"""Opt-in adapter: shorter waits inside Flower's own modules, for one verified flwr version.
 
-Where a Flower round's time goes when nothing is computed (Flower 1.41.0, none of these
-is a setting of Flower's):
+topofl's ServerApp, ClientApp and local federation run on an unpatched Flower. Flower
+hard-codes a few waits that no setting of it changes (no ``flower-superlink`` or
+``flower-supernode`` flag, no ``FLWR_*`` variable); this module shortens them inside the
+running process, by replacing attributes of Flower's modules. That is a patch of another
+package's internals, so it is
+
+* **off by default**: :class:`~topofl_lib.flower.LocalFederation` applies it only with
+  ``fast_waits=True`` (``python -m topofl_lib flower --fast-waits``; the nodes get
+  ``--fast-waits`` and the ServerApp the run config ``fast-waits = true``);
+* **version-gated**: it is written for, and checked against, the internals of
+  ``flwr ==`` :data:`VERIFIED_FLWR` (their code is the same as in 1.41.0, for which it
+  was first written). With any other installed version every entry point
+  (:func:`adjust_supernode`, :func:`adjust_serverapp`) patches nothing, logs one line
+  (:data:`NOTICE`) and leaves Flower's own waits; :func:`check_version` is the gate.
+
+What it changes (Flower's value, and here):
 
 ===========================================  =========  ===========================
 wait                                         Flower     here
@@ -12,8 +26,6 @@ SuperNode: between two empty pulls           3 s        :class:`Pacer`: a few pu
                                                         (``idle_min`` to ``idle_max``)
 SuperNode: checks for the ClientApp's reply  0.5 s      :data:`BUSY` (an in-memory
 and its objects                                         check)
-ServerApp: between two asks for replies      3 s        :class:`PollingGrid`, 0.1 s
-(``Grid.send_and_receive``)
 first retry of an object not yet uploaded    1 s,       ServerApp: 0.02 s, SuperNode:
 (``pull_objects``; a message is visible      doubling   0.1 s, doubling up to 0.5 s
 before its arrays arrive)                    to 10 s    and 1 s
@@ -21,29 +33,30 @@ SuperNode heartbeat (a crashed node is       30 s       :data:`HEARTBEAT` (Flowe
 offline after two)                                      minimum)
 ===========================================  =========  ===========================
 
-(The ClientApp's own start, a new interpreter per message, is removed by the executor
-of :mod:`~topofl_lib.flower.node`, not here.) :func:`adjust_supernode` and
-:func:`shorten_object_pulls` change these values inside Flower's modules of the running
-process only (module attributes, looked up by Flower at call time); they check that
-the names they change exist and raise ``RuntimeError`` otherwise, since they are written
-for the pinned ``flwr==1.41.0``.
+It also tells the node's executor (:mod:`~topofl_lib.flower.node`) the moment a
+message is stored, instead of the executor asking the SuperNode for tasks every
+``--task-poll`` s. The ServerApp's 3 s between two asks for replies needs no patch:
+:class:`~topofl_lib.flower.polling.PollingGrid` (Flower's public Grid API) replaces it
+in both modes.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.metadata
+import logging
 import time
 from collections.abc import Callable
 
-#: Environment variable with the time the SuperNode stored the message a task runs (set
-#: by :mod:`~topofl_lib.flower.node`, read by the ClientApp's per-phase timing; here, in
-#: the leaf module, so that neither imports the other).
-RECEIVED_AT = "TOPOFL_FLOWER_RECEIVED_AT"
+__all__ = ["BUSY", "HEARTBEAT", "NODE_PULL_BACKOFF", "NODE_PULL_BACKOFF_CAP", "NOTICE",
+           "PULL_BACKOFF", "PULL_BACKOFF_CAP", "STEP", "VERIFIED_FLWR", "Pacer",
+           "adjust_serverapp", "adjust_supernode", "check_version", "installed_flwr"]
 
-__all__ = ["BUSY", "RECEIVED_AT", "STEP", "HEARTBEAT", "NODE_PULL_BACKOFF", "NODE_PULL_BACKOFF_CAP",
-           "PULL_BACKOFF", "PULL_BACKOFF_CAP", "Pacer",
-           "PollingGrid", "adjust_supernode", "shorten_object_pulls"]
-
+#: The flwr release whose internals this adapter was checked against (and patches).
+VERIFIED_FLWR = "1.42.0"
+#: The one line logged when the installed flwr is another version (nothing is patched).
+NOTICE = ("topofl fast waits not applied: written for flwr {verified}, found flwr {found}; "
+          "using Flower's own waits")
 #: Seconds between the SuperNode's checks for the ClientApp's reply (Flower: 0.5).
 BUSY = 0.02
 #: The SuperNode's heartbeat interval in seconds (Flower's minimum; its default is 30).
@@ -59,18 +72,57 @@ NODE_PULL_BACKOFF, NODE_PULL_BACKOFF_CAP = 0.1, 1.0
 #: the next one (see :class:`Pacer`).
 STEP = 0.05
 
+_log = logging.getLogger(__name__)
+
+
+def installed_flwr() -> str:
+    """The version of the installed ``flwr`` distribution (read from its metadata)."""
+    return importlib.metadata.version("flwr")
+
+
+def check_version(version: str | None = None) -> bool:
+    """Whether the adapter may patch Flower ``version`` (default: the installed one).
+
+    Only :data:`VERIFIED_FLWR` passes. Any other version is refused with one line
+    (:data:`NOTICE`, logged as a warning to the ``topofl_lib.flower.fast_waits`` logger;
+    with no logging configured it goes to stderr).
+
+    Parameters
+    ----------
+    version : str, optional
+        The flwr version to check; ``None`` reads the installed one.
+
+    Returns
+    -------
+    bool
+        True if ``version`` is :data:`VERIFIED_FLWR`.
+
+    Examples
+    --------
+    >>> check_version(VERIFIED_FLWR)
+    True
+    """
+    if version is None:
+        version = installed_flwr()
+    if not isinstance(version, str):
+        raise TypeError(f"version must be a string, got {version!r}")
+    if version == VERIFIED_FLWR:
+        return True
+    _log.warning(NOTICE.format(verified=VERIFIED_FLWR, found=version))
+    return False
+
 
 def _require(module, *names: str) -> None:
     missing = [n for n in names if not hasattr(module, n)]
     if missing:
-        raise RuntimeError(f"{module.__name__} has no {missing}: topofl_lib.flower.waits is "
-                           "written for flwr 1.41")
+        raise RuntimeError(f"{module.__name__} has no {missing}, yet flwr is "
+                           f"{VERIFIED_FLWR}: topofl_lib.flower.fast_waits is out of date")
 
 
 class Pacer:
     """Stands in for the ``time`` module inside ``flwr.supernode.start_client_internal``.
 
-    Waits of 1 s or more are the idle wait between two empty pulls (3 s in Flower 1.41).
+    Waits of 1 s or more are the idle wait between two empty pulls (3 s in Flower).
     A run sends a node each kind of message (train, evaluate) at a steady pace. The pacer
     learns it from the times the ServerApp created the messages (``created_at``: the gaps
     between two of a kind carry no polling noise, and the smallest delay seen from
@@ -137,20 +189,10 @@ class Pacer:
         time.sleep(self.idle_wait() if seconds >= 1.0 else min(seconds, BUSY))
 
 
-def shorten_object_pulls(module, backoff: float = PULL_BACKOFF,
-                         cap: float = PULL_BACKOFF_CAP) -> None:
-    """Make ``module``'s ``pull_objects`` retry a missing object after ``backoff`` s
-    (doubling up to ``cap``) instead of Flower's 1 s (up to 10 s).
 
-    Parameters
-    ----------
-    module : module
-        A Flower module with a ``pull_objects`` function.
-    backoff : float, default=PULL_BACKOFF
-        First retry delay in seconds.
-    cap : float, default=PULL_BACKOFF_CAP
-        Largest retry delay in seconds.
-    """
+def _shorten_object_pulls(module, backoff: float, cap: float) -> None:
+    """Make ``module``'s ``pull_objects`` retry a missing object after ``backoff`` s
+    (doubling up to ``cap``) instead of Flower's 1 s (up to 10 s)."""
     _require(module, "pull_objects")
     pull = module.pull_objects
     if isinstance(pull, functools.partial):
@@ -158,12 +200,37 @@ def shorten_object_pulls(module, backoff: float = PULL_BACKOFF,
     module.pull_objects = functools.partial(pull, initial_backoff=backoff, backoff_cap=cap)
 
 
+def adjust_serverapp(version: str | None = None) -> bool:
+    """Shorten the ServerApp's retries of reply objects not yet uploaded, in this process.
+
+    Flower's Grid retries after 1 s, doubling to 10 s; here after :data:`PULL_BACKOFF`
+    s, doubling to :data:`PULL_BACKOFF_CAP`.
+
+    Parameters
+    ----------
+    version : str, optional
+        The flwr version to check (:func:`check_version`); ``None``: the installed one.
+
+    Returns
+    -------
+    bool
+        Whether Flower was adjusted (False, with the notice, on another version).
+    """
+    if not check_version(version):
+        return False
+    from flwr.superlink.grid import http_grid
+
+    _shorten_object_pulls(http_grid, PULL_BACKOFF, PULL_BACKOFF_CAP)
+    return True
+
+
 def adjust_supernode(idle_min: float, idle_max: float,
-                     on_message: Callable[[], None] | None = None) -> Pacer:
+                     on_message: Callable[[], None] | None = None,
+                     version: str | None = None) -> Pacer | None:
     """Shorten the waits of Flower's SuperNode in this process (see the module docstring).
 
     ``on_message`` is called each time the SuperNode has stored a message from the
-    SuperLink and created its ClientApp task. Returns the :class:`Pacer` in use.
+    SuperLink and created its ClientApp task.
 
     Parameters
     ----------
@@ -171,12 +238,18 @@ def adjust_supernode(idle_min: float, idle_max: float,
         The :class:`Pacer`'s shortest and longest idle waits in seconds.
     on_message : callable, optional
         Called with no arguments after each stored message.
+    version : str, optional
+        The flwr version to check (:func:`check_version`); ``None``: the installed one.
 
     Returns
     -------
-    Pacer
-        The pacer now standing in for the SuperNode's ``time``.
+    Pacer or None
+        The pacer now standing in for the SuperNode's ``time``; None (nothing changed,
+        the notice logged) on another flwr version.
     """
+    pacer = Pacer(idle_min, idle_max)  # checks the waits before anything else
+    if not check_version(version):
+        return None
     from flwr.supercore import heartbeat
     from flwr.supernode import fleet_http_connection, start_client_internal
 
@@ -185,7 +258,6 @@ def adjust_supernode(idle_min: float, idle_max: float,
     _require(heartbeat, "HEARTBEAT_DEFAULT_INTERVAL")
     if start_client_internal.time is not time:
         raise RuntimeError("flwr.supernode.start_client_internal is already adjusted")
-    pacer = Pacer(idle_min, idle_max)
     pull = start_client_internal._pull_and_store_message
 
     def pull_and_store(*args, **kwargs):
@@ -208,65 +280,7 @@ def adjust_supernode(idle_min: float, idle_max: float,
 
     start_client_internal.time = pacer
     start_client_internal._pull_and_store_message = pull_and_store
-    shorten_object_pulls(start_client_internal, NODE_PULL_BACKOFF, NODE_PULL_BACKOFF_CAP)
+    _shorten_object_pulls(start_client_internal, NODE_PULL_BACKOFF, NODE_PULL_BACKOFF_CAP)
     fleet_http_connection.HEARTBEAT_DEFAULT_INTERVAL = HEARTBEAT
     heartbeat.HEARTBEAT_DEFAULT_INTERVAL = HEARTBEAT
     return pacer
-
-
-class PollingGrid:
-    """A Flower Grid whose ``send_and_receive`` asks for replies every ``interval`` s.
-
-    Everything else is the wrapped Grid's. Flower 1.41's ``send_and_receive`` sleeps 3 s
-    between two asks for replies, which would add up to 3 s to every round.
-    ``arrived`` maps the id of each message sent to the time (``time.time()``) its
-    reply came in (the end of the ask that returned it); ``pushed`` is when the last
-    call had pushed all its messages.
-
-    Parameters
-    ----------
-    grid : flwr.serverapp.Grid
-        The wrapped Grid.
-    interval : float, default=0.1
-        Seconds between two asks for replies (> 0).
-    """
-
-    def __init__(self, grid, interval: float = 0.1):
-        if not interval > 0:
-            raise ValueError(f"interval must be > 0, got {interval}")
-        self.grid, self.interval = grid, float(interval)
-        self.arrived: dict[str, float] = {}
-        self.pushed: float | None = None
-
-    def __getattr__(self, name):
-        return getattr(self.grid, name)
-
-    def send_and_receive(self, messages, *, timeout: float | None = None) -> list:
-        """Push ``messages``; return the replies that arrive within ``timeout`` s.
-
-        Parameters
-        ----------
-        messages : iterable of flwr.app.Message
-            The messages to push.
-        timeout : float, optional
-            Seconds to wait for replies; ``None`` waits for all of them.
-
-        Returns
-        -------
-        list of flwr.app.Message
-            The replies received.
-        """
-        pending = set(self.grid.push_messages(messages))
-        self.pushed = time.time()
-        deadline = None if timeout is None else time.monotonic() + timeout
-        replies = []
-        while pending:
-            got = list(self.grid.pull_messages(pending))
-            now = time.time()
-            self.arrived.update((m.metadata.reply_to_message_id, now) for m in got)
-            replies += got
-            pending -= {m.metadata.reply_to_message_id for m in got}
-            if not pending or (deadline is not None and time.monotonic() >= deadline):
-                break
-            time.sleep(self.interval)
-        return replies
