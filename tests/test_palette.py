@@ -108,6 +108,8 @@ def _figures():
     return {
         "metric_curves": viz.metric_curves(_curves(FEDTOPO_L), "accuracy"),
         "metric_curves_table1": viz.metric_curves(_curves(FEDTOPO_TABLE1, n_seeds=8), "accuracy"),
+        "metric_curves_against": viz.metric_curves_against(
+            _curves(FEDTOPO_TABLE1 + FEDTOPO_L[4:], n_seeds=5), "accuracy"),
         "final_metric_panels": viz.final_metric_panels(
             pd.concat([final, final.assign(scenario="benchmark")]),
             paper_auc={"pTopoFL": 0.8, "FedAvg": 0.79}),
@@ -358,6 +360,28 @@ def test_seed_marks_share_their_line_colour():
     assert not [t for t in many.data if t.mode == "markers"]
     forced = viz.metric_curves(_curves(["FedAvg"], n_seeds=8), "accuracy", show_seeds=True)
     assert len([t for t in forced.data if t.mode == "markers"]) == 1
+
+
+def test_small_multiples_put_the_reference_beside_each_method_once():
+    methods = FEDTOPO_TABLE1 + FEDTOPO_L[4:]
+    fig = viz.metric_curves_against(_curves(methods, n_seeds=3), "accuracy")
+    others = [m for m in methods if m != "FedTopo"]
+    assert [a.text for a in fig.layout.annotations] == others
+    lines = [t for t in fig.data if t.mode == "lines+markers"]
+    for k, method in enumerate(others):  # each panel: the reference's line, then the method's
+        ref, own = lines[2 * k], lines[2 * k + 1]
+        assert (ref.name, own.name) == ("FedTopo", method)
+        assert ref.xaxis == own.xaxis and ref.line.color == method_style("FedTopo").colour
+        assert own.line.color == method_style(method).colour
+    assert sorted(t.name for t in _legend_traces(fig)) == sorted(methods)
+    # within a panel every band is drawn before every line
+    for axis in {t.xaxis for t in fig.data}:
+        order = [t.fill == "toself" for t in fig.data if t.xaxis == axis]
+        assert order == sorted(order, reverse=True)
+    with pytest.raises(ValueError, match="reference must be one of .* got 'pTopoFL'"):
+        viz.metric_curves_against(_curves(methods), reference="pTopoFL")
+    with pytest.raises(ValueError, match="only the reference 'FedTopo'"):
+        viz.metric_curves_against(_curves(["FedTopo"]))
 
 
 def test_bar_seed_marks_share_their_bar_colour(figures):

@@ -32,6 +32,7 @@ __all__ = [
     "roc_figure",
     "final_metric_panels",
     "metric_curves",
+    "metric_curves_against",
     "paired_difference_plot",
     "save_figure",
 ]
@@ -42,7 +43,7 @@ __getattr__, __dir__ = attach(__name__, {
     ".deep": ["alpha_trajectory_plot", "barcode_grid", "feature_projection_plot",
               "label_distribution_heatmaps", "tgbs_table2_plot"],
     ".figures": ["co_clustering_heatmap", "final_metric_panels", "metric_curves",
-                 "paired_difference_plot", "save_figure"],
+                 "metric_curves_against", "paired_difference_plot", "save_figure"],
     ".palette": ["METHOD_COLOURS", "method_style", "method_styles"],
     ".privacy": ["attack_success_plot", "dp_utility_plot", "figure6", "leakage_summary_plot"],
     ".sweeps": ["adversarial_weight_plot", "drift_statistic_plot", "figure5",

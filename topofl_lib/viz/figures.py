@@ -12,13 +12,14 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from ..outputs import atomic_path, write_text_atomic
-from .layout import dodge
+from .layout import dodge, grid_shape, page_width, panel_position
 from .palette import GREY, METHOD_COLOURS, PAPER_MARK, method_styles, rgba
 
 __all__ = [
     "METHOD_COLOURS",
     "co_clustering_heatmap",
     "metric_curves",
+    "metric_curves_against",
     "final_metric_panels",
     "paired_difference_plot",
     "save_figure",
@@ -62,26 +63,102 @@ def metric_curves(curves: pd.DataFrame, metric: str = "auc", title: str | None =
     alpha = 0.15 if len(methods) <= 3 else 0.07
     bands, seeds, lines = [], [], []
     for i, method in enumerate(methods):
-        g, st = curves[curves["method"] == method], styles[method]
-        s = g.groupby("round")[metric].agg(["mean", "std"]).fillna(0.0)
-        x = s.index.to_numpy()
-        bands.append(go.Scatter(
-            x=np.r_[x, x[::-1]], y=np.r_[s["mean"] + s["std"], (s["mean"] - s["std"])[::-1]],
-            mode="lines", fill="toself", fillcolor=rgba(st.colour, alpha), line={"width": 0},
-            hoverinfo="skip", showlegend=False, legendgroup=method, name=method))
-        if dots:
-            seeds.append(go.Scatter(
-                x=dodge(g["round"], i, len(methods), share=0.45), y=g[metric], mode="markers",
-                marker=st.marker(size=5, opacity=0.55), name=method, legendgroup=method,
-                showlegend=False, customdata=g["seed"],
-                hovertemplate="seed %{customdata}: %{y:.3f}<extra>" + method + "</extra>"))
-        lines.append(go.Scatter(x=x, y=s["mean"], mode="lines+markers", name=method,
-                                line=st.line(), marker=st.marker(), legendgroup=method))
+        band, seed, line = _method_traces(curves[curves["method"] == method], metric, method,
+                                          styles[method], dots=dots, alpha=alpha,
+                                          slot=(i, len(methods)))
+        bands.append(band)
+        seeds.extend(seed)
+        lines.append(line)
     fig = go.Figure([*bands, *seeds, *lines])
     extra = "; dots: single seeds" if dots else ""
     fig.update_layout(
         title=title or f"{metric.upper()} per round (mean ± 1 sd over {n} seeds{extra})",
         xaxis_title="round", yaxis_title=metric, template="plotly_white", width=760, height=460)
+    return fig
+
+
+def _method_traces(g: pd.DataFrame, metric: str, method: str, style, *, dots: bool,
+                   alpha: float, slot: tuple[int, int], legend: bool = True):
+    """One method's band (mean +- 1 sd), seed dots (a list, maybe empty) and mean line."""
+    s = g.groupby("round")[metric].agg(["mean", "std"]).fillna(0.0)
+    x = s.index.to_numpy()
+    band = go.Scatter(
+        x=np.r_[x, x[::-1]], y=np.r_[s["mean"] + s["std"], (s["mean"] - s["std"])[::-1]],
+        mode="lines", fill="toself", fillcolor=rgba(style.colour, alpha), line={"width": 0},
+        hoverinfo="skip", showlegend=False, legendgroup=method, name=method)
+    seeds = [go.Scatter(
+        x=dodge(g["round"], *slot, share=0.45), y=g[metric], mode="markers",
+        marker=style.marker(size=5, opacity=0.55), name=method, legendgroup=method,
+        showlegend=False, customdata=g["seed"],
+        hovertemplate="seed %{customdata}: %{y:.3f}<extra>" + method + "</extra>")] if dots else []
+    line = go.Scatter(x=x, y=s["mean"], mode="lines+markers", name=method, line=style.line(),
+                      marker=style.marker(), legendgroup=method, showlegend=legend)
+    return band, seeds, line
+
+
+def metric_curves_against(curves: pd.DataFrame, metric: str = "accuracy",
+                          reference: str = "FedTopo", title: str | None = None,
+                          show_seeds: bool | None = None) -> go.Figure:
+    """Small multiples of :func:`metric_curves`: ``reference`` against each other method.
+
+    With many methods one panel of curves does not read; here each panel holds the
+    reference method and one other (the panel's title), in their own styles, on shared
+    axes laid out by :func:`~topofl_lib.viz.layout.grid_shape` (at most 5 columns). The
+    legend names each method once.
+
+    Parameters
+    ----------
+    curves : pandas.DataFrame
+        One row per (method, seed, round) with a ``metric`` column.
+    metric : str, default="accuracy"
+        The column to plot.
+    reference : str, default="FedTopo"
+        The method drawn in every panel (one of ``curves["method"]``).
+    title : str, optional
+        Figure title.
+    show_seeds : bool, optional
+        Draw each seed's value; default: when there are at most
+        :data:`SEED_DOTS_UP_TO` seeds.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    methods = list(dict.fromkeys(curves["method"]))
+    if reference not in methods:
+        raise ValueError(f"reference must be one of the curves' methods {methods}, "
+                         f"got {reference!r}")
+    others = [m for m in methods if m != reference]
+    if not others:
+        raise ValueError(f"curves hold only the reference {reference!r}: nothing to compare")
+    styles = method_styles(methods)
+    n = curves["seed"].nunique()
+    dots = n <= SEED_DOTS_UP_TO if show_seeds is None else bool(show_seeds)
+    rows, cols = grid_shape(len(others), max_cols=5)
+    fig = make_subplots(rows=rows, cols=cols, shared_xaxes=True, shared_yaxes=True,
+                        subplot_titles=others,
+                        vertical_spacing=0.35 / rows, horizontal_spacing=0.03)
+    ref = curves[curves["method"] == reference]
+    for i, method in enumerate(others):
+        row, col = panel_position(i, cols)
+        pair = [_method_traces(g, metric, name, styles[name], dots=dots, alpha=0.15,
+                               slot=(j, 2), legend=(j == 1 or i == 0))
+                for j, (name, g) in enumerate(((reference, ref),
+                                               (method, curves[curves["method"] == method])))]
+        (ref_band, ref_dots, ref_line), (band, dots_, line) = pair
+        # both bands, then the dots, then both lines: no band hides a line
+        for trace in [ref_band, band, *ref_dots, *dots_, ref_line, line]:
+            fig.add_trace(trace, row=row, col=col)
+    extra = "; dots: single seeds" if dots else ""
+    fig.update_annotations(font_size=13)  # the panels' titles: the method beside the reference
+    fig.update_xaxes(dtick=1, showticklabels=True)
+    fig.update_xaxes(title_text="round", row=rows)
+    fig.update_yaxes(title_text=metric, col=1)
+    fig.update_layout(
+        title=title or f"{metric} per round, {reference} (in every panel) against each "
+                       f"method (mean ± 1 sd over {n} seeds{extra})",
+        template="plotly_white", width=page_width(cols, 250),
+        height=140 + min(240, 860 // rows) * rows)
     return fig
 
 
