@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tomllib
 from pathlib import Path
 
@@ -116,6 +117,22 @@ def test_licence_is_declared_and_in_the_wheel_metadata(tmp_path):
     metadata = (dist_info / "METADATA").read_text()
     assert "License-Expression: MIT\n" in metadata and "License-File: LICENSE\n" in metadata
     assert (dist_info / "licenses" / "LICENSE").read_text() == text
+
+
+def test_the_sdist_carries_the_licence_the_citation_and_the_changelog(tmp_path):
+    """MANIFEST.in adds CITATION.cff and CHANGELOG.md to what setuptools puts in the sdist."""
+    for name in ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "CITATION.cff",
+                 "CHANGELOG.md"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "topofl_lib", tmp_path / "topofl_lib",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    code = "from setuptools import build_meta; print(build_meta.build_sdist('out'))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, check=True)
+    sdist = tmp_path / "out" / done.stdout.strip().splitlines()[-1]
+    with tarfile.open(sdist) as tar:
+        names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
+    assert {"LICENSE", "CITATION.cff", "CHANGELOG.md", "README.md"} <= names
 
 
 def _texts() -> dict[str, str]:
