@@ -37,10 +37,12 @@ __all__ = [
     "reconstruction_metrics",
     "reconstruction_risk_gradient",
     "reconstruction_risk_topology",
+    "split_budget",
 ]
 
 __getattr__, __dir__ = attach(__name__, {
     ".accounting": ["PrivacyAccountant", "calibrate_noise_multiplier"],
+    ".budget": ["split_budget"],
     ".audit": ["clopper_pearson", "empirical_epsilon", "epsilon_from_rates",
                "gaussian_mechanism_audit", "held_out_epsilon"],
     ".attacks": ["ATTACK_DESCRIPTORS", "descriptor_map", "invert_batch_gradient",
