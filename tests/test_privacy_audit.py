@@ -4,7 +4,9 @@ Properties checked: the one-sided Clopper-Pearson bounds equal their closed form
 SciPy's exact binomial intervals; the implied epsilon of known rates; monotonicity (a
 stronger attack, more trials, a lower confidence, a smaller delta never lower the bound);
 on a Gaussian mechanism of known epsilon the bound never exceeds it over many trials
-and is clearly positive at large epsilon; bad input is named.
+and is clearly positive at large epsilon; bad input is named. The attacks' DP hook:
+objects are privatised exactly as the DP options do, a strong attack in the clear is
+certified and the same attack against heavy noise is not.
 """
 
 from __future__ import annotations
@@ -15,14 +17,24 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
+from topofl_lib.federated.metrics import roc_auc
 from topofl_lib.privacy import (
+    ClientLevelDP,
+    GaussianMechanism,
+    LaplaceMechanism,
     analytic_gaussian_sigma,
+    clip_norm,
     clopper_pearson,
     empirical_epsilon,
     epsilon_from_rates,
     gaussian_mechanism_audit,
+    gradient_inversion_experiment,
     held_out_epsilon,
+    membership_experiment,
+    membership_inference,
 )
+from topofl_lib.privacy.attacks import release_map
+from topofl_lib.topology.distances import normalise_descriptors
 
 # -- Clopper-Pearson ------------------------------------------------------------------
 
@@ -125,6 +137,80 @@ def test_the_held_out_bound_uses_half_of_each_kind():
     out = held_out_epsilon(scores, members, 1e-5, random_state=0)
     assert out["n_thresholds"] == 1
     assert (out["n_members"], out["n_nonmembers"]) == (51 - 25, 50 - 25)
+
+
+# -- the attacks' DP hook -----------------------------------------------------------
+
+
+def test_a_gradient_is_privatised_as_dp_fedavg_releases_one_update():
+    T = np.array([3.0, -4.0, 0.0, 12.0])  # norm 13
+    dp = ClientLevelDP(noise_multiplier=2.0, clip=1.3)
+    out = release_map("gradient", dp)(T, np.random.default_rng(7))
+    same = dp.noisy_sum(T[None, :], np.ones(1), np.random.default_rng(7))
+    np.testing.assert_array_equal(out, same)
+    exact = release_map("gradient", ClientLevelDP(0.0, clip=1.3))(T, np.random.default_rng(0))
+    np.testing.assert_allclose(exact, clip_norm(T, 1.3)[0], rtol=1e-15)
+    assert np.linalg.norm(exact) == pytest.approx(1.3)
+    assert release_map("gradient")(T, None) is T  # in the clear: nothing drawn
+
+
+@pytest.mark.parametrize("mechanism", [GaussianMechanism(2.0), LaplaceMechanism(2.0)])
+def test_a_descriptor_is_privatised_as_ptopofl_releases_it(mechanism):
+    phi = np.random.default_rng(1).random(48) * 5
+    out = release_map("descriptor", mechanism)(phi, np.random.default_rng(3))
+    same = mechanism.release(normalise_descriptors(phi[None, :]), np.random.default_rng(3))
+    np.testing.assert_array_equal(out, same[0])
+
+
+@pytest.fixture(scope="module")
+def strong_signal():
+    """Two-record clients of a 3-feature population: one record moves the gradient a lot."""
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(300, 3)), rng.integers(0, 2, 300), np.array([0.5, -0.3, 0.2, 0.1])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_noise_removes_what_the_attack_certifies_in_the_clear(strong_signal, seed):
+    X, y, w = strong_signal
+    kw = {"w": w, "n_targets": 200, "n_shadow": 8, "random_state": seed}
+    clear = membership_inference(X, y, 2, "gradient", **kw)
+    noisy = membership_inference(X, y, 2, "gradient",
+                                 mechanism=ClientLevelDP(1e4, clip=1.0), **kw)
+    for res in (clear, noisy):
+        assert res["scores"].shape == res["members"].shape == (200,)
+        assert res["auc"] == roc_auc(res["members"], res["scores"])
+    assert clear["auc"] > 0.7 and abs(noisy["auc"] - 0.5) < 0.1
+    bound = {k: held_out_epsilon(r["scores"], r["members"], 1e-5, random_state=0)
+             for k, r in (("clear", clear), ("noisy", noisy))}
+    assert bound["clear"]["epsilon_lb"] > 0 and bound["noisy"]["epsilon_lb"] == 0
+
+
+def test_noise_stops_the_closed_form_inversion_clipping_alone_does_not():
+    """x = g_w / g_b is scale-free, so a clipped gradient is still inverted exactly; the
+    noise of a private release is what stops it."""
+    kw = {"seeds": [0], "batch_sizes": (1,), "n_iter": 5, "max_clients": 2,
+          "progress": False}
+    rows = {name: gradient_inversion_experiment("healthcare", model_dp=dp, **kw).query(
+        "attack == 'closed_form'")["recovered"]
+        for name, dp in (("clipped", ClientLevelDP(0.0, clip=1e-3)),
+                         ("noisy", ClientLevelDP(3.0, clip=1e-3)))}
+    assert (rows["clipped"] == 1.0).all() and (rows["noisy"] == 0.0).all()
+
+
+def test_membership_experiment_passes_the_options_and_returns_trials():
+    dp, mech = ClientLevelDP(5.0, clip=0.3), GaussianMechanism(1.0)
+    trials = membership_experiment("healthcare", seeds=[0], n=5, n_targets=4, n_shadow=2,
+                                   progress=False, model_dp=dp, descriptor_mechanism=mech,
+                                   per_trial=True)
+    assert len(trials) == 8 and set(trials["channel"]) == {"gradient", "descriptor"}
+    assert list(trials["trial"][:4]) == [0, 1, 2, 3]
+    assert list(trials["member"][:4]) == [True, False, True, False]
+    assert "auc" not in trials and np.isfinite(trials["score"]).all()
+    with pytest.raises(TypeError, match="gradient channel is privatised by a ClientLevelDP"):
+        membership_experiment("healthcare", seeds=[0], model_dp=mech, progress=False)
+    with pytest.raises(TypeError, match="release"):
+        membership_experiment("healthcare", seeds=[0], descriptor_mechanism=dp,
+                              progress=False)
 
 
 # -- bad input ------------------------------------------------------------------------
