@@ -66,17 +66,18 @@ def test_the_cost_is_the_paired_difference(table1):
 
 
 def test_claims_are_declared_and_have_protocols(table1):
-    values = dp_claim_values(table1=table1.final)
+    values, notes = dp_claim_values(table1=table1.final)
     assert {"topofl.dp.t1.hc.eps3.auc.ptopofl", "topofl.dp.t1.hc.eps3.cost.fedavg",
             "topofl.dp.t1.hc.eps3.epsilon.ptopofl", "topofl.dp.t1.hc.nodp.auc.fedavg"} <= set(
         values)
-    rows = claim_rows(values, "quick")
-    assert (rows["n_seeds"] == 2).all()
+    rows = claim_rows(values, "quick", notes)
+    assert (rows["n_seeds"] == 2).all() and not notes
     declared = [c for c in load_paper_claims().index if c.startswith("topofl.dp.")]
     for profile in ("quick", "cpu", "paper"):
         protocols = assign_protocols(pd.DataFrame({"id": declared, "profile": profile}))
         assert protocols["protocol"].isin(["paper", "stand-in"]).all()
-    unclaimed = dp_claim_values(table1=table1.final.replace({"target_epsilon": {3.0: 4.0}}))
+    unclaimed, _ = dp_claim_values(table1=table1.final.replace(
+        {"target_epsilon": {3.0: 4.0}}))
     assert not any(".eps4." in k for k in unclaimed)  # a target without ids: no row
     assert epsilon_key(math.inf) == "nodp" and epsilon_key(0.5) == "eps0.5"
 
@@ -110,7 +111,7 @@ def test_detection_reports_the_weights_the_aggregation_used():
     assert (det["adversarial_share"] == 2 / 6).all()
     assert 9.98 < det["epsilon"].iloc[0] <= 10.0 and np.isnan(det["epsilon"].iloc[1])
     assert det["descriptor_epsilon"].iloc[0] == pytest.approx(1.0)
-    values = dp_claim_values(detection=det)
+    values, _ = dp_claim_values(detection=det)
     assert "topofl.dp.robust.eps10.advweight" in values
     assert "topofl.dp.robust.nodp.flagged" in values
 
@@ -131,7 +132,9 @@ def test_the_audit_never_certifies_more_than_is_accounted():
     closed = inversion[inversion["attack"] == "closed_form"].set_index("target_epsilon")
     assert closed.loc[math.inf, "recovered"] == 1.0
     assert closed.loc[3.0, "recovered"] == 0.0
-    values = dp_claim_values(audit=audit)
+    values, notes = dp_claim_values(audit=audit, pooled_seeds=1)
+    note = notes["topofl.dp.audit.mia.gradient.eps3.lb"]
+    assert note.endswith("of 1 scenario realisation, pooled")
     assert {"topofl.dp.audit.canary.gradient.eps3.lb", "topofl.dp.audit.mia.descriptor.nodp.lb",
             "topofl.dp.audit.mia.gradient.eps30.accounted"} <= set(values)
 

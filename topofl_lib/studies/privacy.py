@@ -15,10 +15,15 @@ from ..claim_keys import METHOD_KEYS
 from ..results import load_paper_claims
 from .common import per_seed
 
-__all__ = ["DP_CLAIM_EPSILONS", "dp_claim_values", "epsilon_key", "privacy_claim_values"]
+__all__ = ["DP_CLAIM_EPSILONS", "README_DP_TARGET", "dp_claim_values", "epsilon_key",
+           "privacy_claim_values"]
 
 #: The target epsilons that have ``topofl.dp.*`` claim ids (other targets run, unclaimed).
 DP_CLAIM_EPSILONS = (1.0, 3.0, 10.0, 30.0, 100.0)
+#: The README's private pTopoFL run (:mod:`topofl_lib.readme_sections`): Scenario A
+#: (``"hc"``) under the paper's protocol at this target total epsilon per client, with
+#: the privacy notebook's defaults otherwise (its ``topofl.dp.t1.hc.eps10.*`` rows).
+README_DP_TARGET = 10.0
 #: Table 1's scenarios as claim keys.
 _T1_KEYS = {"healthcare": "hc", "benchmark": "bm"}
 
@@ -166,9 +171,10 @@ def _audit_values(audit: pd.DataFrame) -> dict[str, np.ndarray]:
 
 
 def dp_claim_values(table1: pd.DataFrame | None = None, deep: pd.DataFrame | None = None,
-                    detection: pd.DataFrame | None = None, audit: pd.DataFrame | None = None
-                    ) -> dict[str, np.ndarray]:
-    """Per-seed values of the ``topofl.dp.*`` claims (end-to-end DP, issue 29).
+                    detection: pd.DataFrame | None = None, audit: pd.DataFrame | None = None,
+                    pooled_seeds: int | None = None
+                    ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """Per-seed values of the ``topofl.dp.*`` claims (end-to-end DP, issue 29), and notes.
 
     Only targets of :data:`DP_CLAIM_EPSILONS` (and the non-private runs) have ids; an id
     not in the claims table is left out, so a profile's other targets run unclaimed.
@@ -187,11 +193,17 @@ def dp_claim_values(table1: pd.DataFrame | None = None, deep: pd.DataFrame | Non
     audit : pandas.DataFrame, optional
         :func:`~topofl_lib.studies.dp_audit.dp_audit`'s audit table (one value per id,
         the trials pooled): ``topofl.dp.audit.<mia|canary>.<channel>.<eps>.<lb|accounted>``.
+    pooled_seeds : int, optional
+        The scenario realisations whose membership trials the audit pooled (for the
+        notes of its ids).
 
     Returns
     -------
-    dict of str to ndarray
+    values : dict of str to ndarray
         Claim id -> per-seed values (``cost``: private minus non-private, paired).
+    notes : dict of str to str
+        Claim id -> note: the audit's ids hold one value (pooled trials, a seeded
+        simulation), not one per seed.
     """
     out = {}
     for frame, values in ((table1, _t1_values), (deep, _deep_values),
@@ -199,4 +211,10 @@ def dp_claim_values(table1: pd.DataFrame | None = None, deep: pd.DataFrame | Non
         if frame is not None:
             out.update(values(frame))
     known = set(load_paper_claims().index)
-    return {k: v for k, v in out.items() if k in known and np.size(v)}
+    out = {k: v for k, v in out.items() if k in known and np.size(v)}
+    pooled = ("" if pooled_seeds is None else f" of {pooled_seeds} scenario realisation"
+              + ("" if pooled_seeds == 1 else "s"))
+    notes = {k: (f"one bound from the membership trials{pooled}, pooled" if ".mia." in k
+                 else "one bound from the canary's simulated releases")
+             for k in out if k.startswith("topofl.dp.audit.") and k.endswith(".lb")}
+    return out, notes

@@ -317,7 +317,8 @@ def dp_detection_plot(detection: pd.DataFrame) -> go.Figure:
                              name="adversaries' share of the clients",
                              line={"color": GREY, "dash": "dot", "width": 1.5}), row=1, col=2)
     fig.update_xaxes(type="log", title_text="target epsilon per client (whole run)")
-    fig.update_yaxes(title_text="fraction", rangemode="tozero", col=1)
+    fig.update_yaxes(rangemode="tozero")
+    fig.update_yaxes(title_text="fraction", col=1)
     fig.update_layout(template="plotly_white", width=1100, height=440,
                       title="Private pTopoFL against adversarial hospitals")
     return fig
