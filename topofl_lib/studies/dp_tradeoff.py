@@ -140,7 +140,7 @@ def _annotate(result: ComparisonResult, budgets: dict) -> ComparisonResult:
         known = df["method"].map(labels)
         return df.assign(base=known.str[0], target_epsilon=known.str[1].astype(float))
     return ComparisonResult(annotate(result.curves), annotate(result.final), result.models,
-                            result.diverged)
+                            result.diverged, result.schedule, result.devices)
 
 
 def _check_common(clip, descriptor_share, methods) -> list[str]:
@@ -157,7 +157,7 @@ def dp_table1_comparison(scenario: str, seeds: Iterable[int] = range(20),
                          epsilons: Sequence[float] = (1.0, 3.0, 10.0, 30.0, 100.0), *,
                          methods: Sequence[str] = DP_METHODS, n_rounds: int = 15,
                          clip: float = 1.0, descriptor_share: float = 0.1,
-                         delta: float = DP_DELTA, cache_dir=None,
+                         delta: float = DP_DELTA, cache_dir=None, n_workers: int = 1,
                          progress: bool = True) -> ComparisonResult:
     """Table 1's pTopoFL and FedAvg under the paper's protocol, private at each target.
 
@@ -185,6 +185,8 @@ def dp_table1_comparison(scenario: str, seeds: Iterable[int] = range(20),
         The delta.
     cache_dir : str or Path, optional
         The run store (:func:`~topofl_lib.runner.run_comparison`).
+    n_workers : int, default=1
+        Runs at once (:func:`~topofl_lib.runner.run_comparison`).
     progress : bool, default=True
         Show progress.
 
@@ -204,7 +206,7 @@ def dp_table1_comparison(scenario: str, seeds: Iterable[int] = range(20),
     res = run_comparison(scenario, check_seeds(seeds), n_rounds=n_rounds,
                          scenario_params={"protocol": "paper"},
                          variants=_variants(base, budgets, "client", clip),
-                         cache_dir=cache_dir, progress=progress)
+                         cache_dir=cache_dir, n_workers=n_workers, progress=progress)
     return _annotate(res, budgets)
 
 
@@ -287,7 +289,8 @@ def dp_deep_comparison(dataset, seeds: Iterable[int] = range(3),
     return ComparisonResult(pd.concat([p.curves for p in parts], ignore_index=True),
                             pd.concat([p.final for p in parts], ignore_index=True),
                             {k: v for p in parts for k, v in p.models.items()},
-                            {k: v for p in parts for k, v in p.diverged.items()})
+                            {k: v for p in parts for k, v in p.diverged.items()},
+                            devices=sorted({d for p in parts for d in p.devices}))
 
 
 def dp_detection(seeds: Iterable[int] = range(10),
@@ -295,7 +298,7 @@ def dp_detection(seeds: Iterable[int] = range(10),
                  n_clients: int = 10, n_adversarial: int = 3,
                  attack: str = "noisy_label_flip", n_rounds: int = 10, tau: float = 1.8,
                  clip: float = 1.0, descriptor_share: float = 0.1, delta: float = DP_DELTA,
-                 cache_dir=None, progress: bool = True) -> pd.DataFrame:
+                 cache_dir=None, n_workers: int = 1, progress: bool = True) -> pd.DataFrame:
     """Does private pTopoFL still find the adversaries of the robustness study?
 
     ``n_adversarial`` of ``n_clients`` hospitals of our healthcare generator run
@@ -322,6 +325,8 @@ def dp_detection(seeds: Iterable[int] = range(10),
         As in :func:`dp_table1_comparison`.
     cache_dir : str or Path, optional
         The run store.
+    n_workers : int, default=1
+        Runs at once.
     progress : bool, default=True
         Show progress.
 
@@ -348,7 +353,7 @@ def dp_detection(seeds: Iterable[int] = range(10),
         scenario_params={"n_clients": n_clients, "n_adversarial": n_adversarial,
                          "attack": attack},
         variants=_variants(base, budgets, "client", clip), keep_models=True,
-        cache_dir=cache_dir, progress=progress), budgets)
+        cache_dir=cache_dir, n_workers=n_workers, progress=progress), budgets)
     rows = []
     for r in res.final.itertuples(index=False):
         est = res.models[(r.method, r.seed)]
