@@ -371,8 +371,6 @@ def dp_utility_experiment(
     of a model-anchored descriptor, one per round, gets the mechanism's noise).
     Columns: scenario, seed, method, descriptor, epsilon, sigma, auc.
 
-    topology-free reference. Columns: scenario, seed, method, epsilon, sigma, auc.
-
     Parameters
     ----------
     scenario : str, default="healthcare"
