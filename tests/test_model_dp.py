@@ -251,13 +251,40 @@ def test_private_ptopofl_keeps_down_weighting_the_flagged_client(healthcare):
     est = PTopoFL(n_rounds=1, random_state=0, descriptor_mechanism=GaussianMechanism(50.0),
                   model_dp=ClientLevelDP(noise_multiplier=0.5, clip=0.5))
     est.fit(healthcare)
-    weights = est._dp_weights()  # the weights of the noisy sums
-    assert np.all((weights > 0) & (weights <= 1))
+    weights = est.weights_  # the size-free Eq. 6 weights the noisy sums used
+    assert np.all(weights > 0)
     for j in np.unique(est.labels_):
-        assert weights[est.labels_ == j].max() == 1.0
-    flagged = est.trust_ < 1
-    if flagged.any():
-        assert np.all(weights[flagged] < 1)
+        members = est.labels_ == j
+        assert weights[members].sum() == pytest.approx(1.0)
+        flagged = members & (est.trust_ < 1)
+        if flagged.any():  # below every unflagged member's bound share
+            assert weights[flagged].max() < weights[members & ~flagged].max()
+
+
+@pytest.mark.parametrize("model_dp", [None, ClientLevelDP(noise_multiplier=0.0, clip=HUGE)])
+def test_reported_weights_are_the_weights_the_aggregation_used(healthcare, model_dp):
+    """Without noise, clipping or blending, each cluster's model is the ``weights_``-
+    weighted mean of its members' returned models, with and without client-level DP;
+    under DP those weights ignore the (unequal) client sizes, and ``consensus_weights_``
+    and ``weight_history_`` report the same weights."""
+    est = PTopoFL(n_rounds=2, beta=0.0, random_state=0, model_dp=model_dp).fit(healthcare)
+    for j in np.unique(est.labels_):
+        members = est.labels_ == j
+        np.testing.assert_allclose(est.cluster_models_[j],
+                                   est.weights_[members] @ est.local_models_[members],
+                                   rtol=1e-10, atol=1e-12)
+    shares = np.bincount(est.labels_)[est.labels_] / est.n_clients_
+    np.testing.assert_allclose(est.consensus_weights_, shares * est.weights_)
+    np.testing.assert_array_equal(est.weight_history_[-1], est.consensus_weights_)
+    plain = PTopoFL(n_rounds=1, random_state=0).fit(healthcare)
+    sizes = np.array([c.n_train for c in healthcare.clients], dtype=float)
+    size_free = est.weights_ if model_dp else None
+    if size_free is not None:  # the same clusters and trust; only the size factor differs
+        np.testing.assert_array_equal(est.labels_, plain.labels_)
+        ratio = plain.weights_ / size_free / sizes
+        for j in np.unique(est.labels_):
+            np.testing.assert_allclose(ratio[est.labels_ == j], ratio[est.labels_ == j][0])
+        assert not np.allclose(plain.weights_, size_free)
 
 
 # -- the runner ----------------------------------------------------------------------

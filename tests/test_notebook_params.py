@@ -397,3 +397,17 @@ def test_every_notebook_has_unique_cell_ids():
         assert (nb.nbformat, nb.nbformat_minor) >= (4, 5), path.name
         ids = [cell.get("id") for cell in nb.cells]
         assert all(ids) and len(set(ids)) == len(ids), path.name
+
+
+def test_the_privacy_notebooks_deep_runs_are_the_deep_notebooks():
+    """The privacy notebook's deep DP runs share the deep notebook's protocol in every
+    profile, so their non-private runs are that notebook's stored runs."""
+    privacy, deep = NOTEBOOKS["privacy_analysis"], NOTEBOOKS["ptopofl_deep"]
+    names = {"deep_seeds": "n_seeds", "deep_rounds": "n_rounds",
+             "deep_local_epochs": "local_epochs", "deep_n_train": "n_train",
+             "deep_n_test": "n_test"}
+    for profile in PROFILES:
+        mine, theirs = privacy.values(profile), deep.values(profile)
+        assert {k: mine[k] for k in names} == {k: theirs[v] for k, v in names.items()}
+        assert mine["dp_seeds"] >= (2 if profile == "quick" else 20)
+        assert theirs["alphas"][0] == 0.1 and "fashion_mnist" in theirs["datasets"]

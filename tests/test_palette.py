@@ -105,7 +105,24 @@ def _figures():
     table2 = pd.DataFrame({"block": ["conv1", "conv2"] * 2, "auc": [60.0, 58, 61, 57],
                            "accuracy": [80.0, 78, 81, 79]})
     curves, aucs = _roc(8)
+    dp_final = pd.DataFrame([(sc, m, s, t, t if np.isfinite(t) else np.nan, rng.random())
+                             for sc in ("healthcare", "benchmark") for m in ("pTopoFL", "FedAvg")
+                             for s in range(2) for t in (1.0, 10.0, np.inf)],
+                            columns=["scenario", "base", "seed", "target_epsilon", "epsilon",
+                                     "auc"])
+    dp_deep = dp_final[dp_final["scenario"] == "healthcare"].rename(columns={"auc": "accuracy"})
+    audit = pd.DataFrame([(a, c, e, e * rng.random()) for a in ("canary", "membership")
+                          for c in ("gradient", "descriptor") for e in (0.1, 1.0, np.inf)],
+                         columns=["attack", "channel", "epsilon_release", "epsilon_lb"])
+    detection = pd.DataFrame([(t, s, rng.random(), rng.random(), rng.random(), rng.random(), 0.3)
+                              for t in (1.0, 10.0, np.inf) for s in range(2)],
+                             columns=["target_epsilon", "seed", "flagged", "isolated",
+                                      "false_alarms", "adversarial_weight",
+                                      "adversarial_share"])
     return {
+        "dp_tradeoff_plot": viz.dp_tradeoff_plot(dp_final, dp_deep),
+        "dp_audit_plot": viz.dp_audit_plot(audit),
+        "dp_detection_plot": viz.dp_detection_plot(detection),
         "metric_curves": viz.metric_curves(_curves(FEDTOPO_L), "accuracy"),
         "metric_curves_table1": viz.metric_curves(_curves(FEDTOPO_TABLE1, n_seeds=8), "accuracy"),
         "metric_curves_against": viz.metric_curves_against(

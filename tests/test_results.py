@@ -397,11 +397,17 @@ def test_fedtopo_claim_notes_state_each_rows_rounds():
 
 
 def test_profiles_cpu_and_auto():
-    """Every notebook has every profile; cpu is paper's protocol but for the deep notebooks."""
+    """Every notebook has every profile; cpu is paper's protocol but for the deep notebooks
+    and the privacy notebook's deep runs (the deep pTopoFL notebook's protocol)."""
     for name, notebook in NOTEBOOKS.items():
         values = {p: notebook.values(p) for p in PROFILES}
         assert values["quick"] != values["paper"], name
         deep = name in ("fedtopo", "ptopofl_deep")
+        if name == "privacy_analysis":
+            values = {p: {k: v for k, v in vs.items() if not k.startswith("deep_")}
+                      for p, vs in values.items()}
+            cpu, paper = (notebook.values(p) for p in ("cpu", "paper"))
+            assert cpu["deep_rounds"] < paper["deep_rounds"]
         assert (values["cpu"] == values["paper"]) != deep, name
     assert NOTEBOOKS["scenario_a_healthcare"].values("paper")["n_seeds"] == 20
     assert NOTEBOOKS["fedtopo"].values("cpu")["n_train"] == 12000

@@ -49,7 +49,7 @@ RESULTS = REPO / "results"
 README = REPO / "README.md"
 EXECUTED = sorted((RESULTS / "notebooks").glob("*.ipynb"))
 RENDERED = {"coverage", "ptopofl_table1_auc", "ptopofl_table1_acc", "fedtopo_table1",
-            "ptopofl_deep_table2"}
+            "ptopofl_deep_table2", "ptopofl_dp_cost"}
 
 
 def report(found) -> str:
@@ -415,6 +415,25 @@ def test_register_section_refuses_bad_and_taken_names():
         rs.register_section("two words")
     with pytest.raises(ValueError, match="name 'coverage' is already registered"):
         rs.register_section("coverage")
+
+
+def test_the_dp_sentence_renders_the_published_dp_rows(tmp_path):
+    """The README's end-to-end DP sentence: a pending note until the privacy notebook's
+    topofl.dp.t1.hc rows at the README's target are published, then their values."""
+    ids = {"topofl.dp.t1.hc.eps10.epsilon.ptopofl": (9.9956, 0.0),
+           "topofl.dp.t1.hc.eps10.cost.ptopofl": (-0.1234, 0.0456),
+           "topofl.dp.t1.hc.eps10.auc.ptopofl": (0.7188, 0.05)}
+    rows = pd.DataFrame([{"id": cid, "measured_mean": m, "measured_std": sd, "n_seeds": 20,
+                          "profile": "cpu"} for cid, (m, sd) in ids.items()])
+    rows.to_csv(tmp_path / "claims.csv", index=False)
+    assert "are rendered here from" in SECTIONS["ptopofl_dp_cost"](tmp_path)  # no clear row
+    clear = {"id": "topofl.dp.t1.hc.nodp.auc.ptopofl", "measured_mean": 0.8422,
+             "measured_std": 0.04, "n_seeds": 20, "profile": "cpu"}
+    pd.concat([rows, pd.DataFrame([clear])]).to_csv(tmp_path / "claims.csv", index=False)
+    text = SECTIONS["ptopofl_dp_cost"](tmp_path)
+    assert "a target of ε = 10 per client" in text and "spends ε = 10.00 per client" in text
+    assert "changes the final AUC by -0.123 ± 0.046" in text
+    assert "paired over 20 seeds; 0.842 without DP, 0.719 with it; `cpu` profile" in text
 
 
 def test_coverage_section_counts_the_published_claims(tmp_path):

@@ -61,6 +61,7 @@ from .deep.experiments import DEEP_LABELS
 from .deep.partitions import PARTITIONS
 from .fedtopo.schedules import SCHEDULES
 from .outputs import output_dirs
+from .studies.dp_tradeoff import DP_LEVELS
 from .studies.fedtopo import TABLE1_METHODS
 from .studies.own_data import OWN_DATA_SOURCE, OWN_DATA_TABLE
 from .studies.paper_data import settings_of_paper
@@ -493,6 +494,34 @@ _DATA_DIR = "folder of the papers' data sets (None: $TOPOFL_DATA_DIR, else ~/top
 _PAPER_DATA_CPU = "run the paper-data settings on the CPU when there is no CUDA GPU (slow)"
 
 
+#: The deep pTopoFL notebook's protocol per profile. The privacy notebook's deep DP runs
+#: use the same values, so that its non-private runs are that notebook's (one run store).
+_DEEP_PROTOCOL = {
+    "quick": {"n_seeds": 1, "n_rounds": 2, "local_epochs": 1, "n_train": 2000, "n_test": 500},
+    "cpu": {"n_seeds": 3, "n_rounds": 10, "local_epochs": 1, "n_train": 12000, "n_test": 2000},
+    "paper": {"n_seeds": 5, "n_rounds": 100, "local_epochs": 5, "n_train": 60000,
+              "n_test": 10000},
+}
+#: The privacy notebook's names of the deep protocol's parameters.
+_DEEP_DP_NAMES = {"n_seeds": "deep_seeds", "n_rounds": "deep_rounds",
+                  "local_epochs": "deep_local_epochs", "n_train": "deep_n_train",
+                  "n_test": "deep_n_test"}
+
+
+def _deep_dp(profile: str) -> dict:
+    """The privacy notebook's deep DP protocol in ``profile``: the deep notebook's."""
+    return {_DEEP_DP_NAMES[k]: v for k, v in _DEEP_PROTOCOL[profile].items()}
+
+
+#: The privacy notebook's values in the paper profile (cpu: the same, but the deep runs).
+_PRIVACY_PAPER = {"n_seeds": 10, "attack_seeds": 3, "attack_clients": 3,
+                  "batch_sizes": [1, 2, 4, 8, 16], "gradient_iters": 1500,
+                  "descriptor_iters": 1000, "mia_targets": 100, "mia_shadows": 16,
+                  "dp_seeds": 20, "dp_epsilons": [1.0, 3.0, 10.0, 30.0, 100.0],
+                  "detect_seeds": 10, "canary_trials": 20000,
+                  "deep_epsilons": [3.0, 10.0, 30.0]}
+
+
 def _paper_data(paper: str, source: str) -> dict:
     """The spec of a deep notebook's paper-data parameters (paper_settings, paper_data)."""
     return {"paper_settings": (ListOf(OneOf(tuple(settings_of_paper(paper))), min_len=0),
@@ -636,14 +665,41 @@ NOTEBOOKS: dict[str, Notebook] = {
               "mia_targets": (Int(low=2),
                               "membership-inference trials per realisation and size"),
               "mia_shadows": (Int(low=2), "shadow datasets per trial and hypothesis"),
-              "epsilons": (ListOf(_EPSILON), "DP budgets per client")},
-        shared={"mia_sizes": [5, 100], "epsilons": [0.1, 1.0, 10.0, 100.0, 1000.0]},
+              "epsilons": (ListOf(_EPSILON), "DP budgets per client"),
+              # section 6: end-to-end DP (models and descriptors), issue 29
+              "dp_seeds": (POSITIVE, "seeds of the Table 1 runs under end-to-end DP (per "
+                                     "scenario)"),
+              "dp_epsilons": (ListOf(_EPSILON, increasing=True),
+                              "target total epsilons per client of a whole run"),
+              "dp_clip": (_EPSILON, "L2 bound of a client update (DP-FedAvg) and of an "
+                                    "example gradient (DP-SGD)"),
+              "descriptor_share": (Real(0.0, 0.99), "share of the target that calibrates "
+                                                    "pTopoFL's descriptor release alone"),
+              "detect_seeds": (POSITIVE, "seeds of the adversaries under DP"),
+              "audit_n": (Int(low=2), "records per client in the audited membership game"),
+              "canary_trials": (Int(low=8), "releases per worst-case canary audit"),
+              "deep_epsilons": (ListOf(_EPSILON, increasing=True),
+                                "target epsilons of the deep runs"),
+              "deep_level": (OneOf(DP_LEVELS), "the deep runs' model DP: sample (DP-SGD), "
+                                               "client (DP-FedAvg)"),
+              "deep_seeds": (POSITIVE, "seeds of the deep runs (the deep notebook's)"),
+              "deep_rounds": (POSITIVE, "rounds of the deep runs (the deep notebook's)"),
+              "deep_local_epochs": (POSITIVE, "local epochs of the deep runs (the deep "
+                                              "notebook's)"),
+              "deep_n_train": (Int(low=10), "Fashion-MNIST training images (the deep "
+                                            "notebook's)"),
+              "deep_n_test": (Int(low=10), "test images (the deep notebook's)")},
+        shared={"mia_sizes": [5, 100], "epsilons": [0.1, 1.0, 10.0, 100.0, 1000.0],
+                "dp_clip": 1.0, "descriptor_share": 0.1, "audit_n": 5, "deep_level": "sample"},
         quick={"n_seeds": 3, "attack_seeds": 1, "attack_clients": 2, "batch_sizes": [1, 2, 4],
                "gradient_iters": 300, "descriptor_iters": 150, "mia_targets": 16,
-               "mia_shadows": 8},
-        paper={"n_seeds": 10, "attack_seeds": 3, "attack_clients": 3,
-               "batch_sizes": [1, 2, 4, 8, 16], "gradient_iters": 1500,
-               "descriptor_iters": 1000, "mia_targets": 100, "mia_shadows": 16}),
+               "mia_shadows": 8, "dp_seeds": 2, "dp_epsilons": [3.0, 30.0], "detect_seeds": 2,
+               "canary_trials": 2000, "deep_epsilons": [3.0], **_deep_dp("quick")},
+        cpu={**_PRIVACY_PAPER, **_deep_dp("cpu")},
+        paper={**_PRIVACY_PAPER, **_deep_dp("paper")},
+        execution={"n_workers": _RUNS_AT_ONCE},
+        profile_notes="quick (CI), cpu (committed; the paper values but the deep runs', "
+                      "as the deep notebook's), paper"),
     "fedtopo": Notebook(
         "fedtopo",
         spec={"n_seeds": (POSITIVE, "seeds (the paper: 5 runs)"),
@@ -706,12 +762,9 @@ NOTEBOOKS: dict[str, Notebook] = {
         shared={"n_clients": 10, "alphas": [0.1, 0.5], "datasets": ["fashion_mnist", "mnist5k"],
                 "methods": ["pTopoFL", "FedAvg", "FedProx", "SCAFFOLD", "pFedMe"],
                 "paper_settings": settings_of_paper("pTopoFL")},
-        quick={"n_seeds": 1, "n_rounds": 2, "local_epochs": 1, "n_train": 2000, "n_test": 500,
-               "paper_data": "check"},
-        cpu={"n_seeds": 3, "n_rounds": 10, "local_epochs": 1, "n_train": 12000,
-             "n_test": 2000, "paper_data": "check"},
-        paper={"n_seeds": 5, "n_rounds": 100, "local_epochs": 5, "n_train": 60000,
-               "n_test": 10000, "paper_data": "run"},
+        quick={**_DEEP_PROTOCOL["quick"], "paper_data": "check"},
+        cpu={**_DEEP_PROTOCOL["cpu"], "paper_data": "check"},
+        paper={**_DEEP_PROTOCOL["paper"], "paper_data": "run"},
         execution={"n_workers": _RUNS_AT_ONCE, "data_dir": _DATA_DIR,
                    "paper_data_cpu": _PAPER_DATA_CPU}),
     "label_aware": Notebook(

@@ -24,6 +24,7 @@ from pathlib import Path
 from .claim_keys import METHOD_KEYS
 from .outputs import write_text_atomic
 from .studies.deep_ptopofl import DEEP_STAND_INS
+from .studies.privacy import README_DP_TARGET, epsilon_key
 from .studies.table1 import METHODS_OF_TABLE1
 from .traceability import Section, cell_text, code_outputs, paper_printed, read_csv_rows, sections
 
@@ -510,6 +511,38 @@ def _ptopofl_deep_table2(results_dir: Path) -> str:
     rows = [[m] + [_deep_cell(claims, printed, m, k) for k, _ in _DEEP_COLUMNS]
             for m in _DEEP_METHODS]
     return "\n".join(_table_lines(header, rows))
+
+
+#: The README's end-to-end DP sentence until the privacy notebook's rows are published.
+_DP_PENDING = ("**End-to-end DP, in one number.** The per-client ε of a whole private pTopoFL "
+               "run on Scenario A and what it costs in AUC are rendered here from "
+               "`results/claims.csv` once the privacy notebook's `topofl.dp.*` rows are "
+               "published.")
+
+
+@register_section("ptopofl_dp_cost")
+def _ptopofl_dp_cost(results_dir: Path) -> str:
+    """The per-client epsilon of a whole private pTopoFL run (Scenario A, the paper's
+    protocol, target :data:`~topofl_lib.studies.privacy.README_DP_TARGET`) and its cost
+    in final AUC, from the ``topofl.dp.t1.hc.*`` claim rows."""
+    claims = _claims(results_dir)
+    prefix = f"topofl.dp.t1.hc.{epsilon_key(README_DP_TARGET)}"
+    rows = [claims.get(f"{prefix}.{what}.ptopofl") for what in ("epsilon", "cost", "auc")]
+    clear = claims.get("topofl.dp.t1.hc.nodp.auc.ptopofl")
+    if clear is None or any(r is None for r in rows):
+        return _DP_PENDING
+    spent, cost, private = rows
+    return ("**End-to-end DP, in one number.** A whole pTopoFL run on Scenario A under the "
+            "paper's protocol (15 rounds; the models by client-level DP-FedAvg, every update "
+            "clipped to L2 norm 1 and noised at the server; the descriptors by the Gaussian "
+            "mechanism, calibrated to a tenth of the budget), with its noise calibrated to a "
+            f"target of ε = {README_DP_TARGET:g} per client at δ = 10⁻⁵, spends "
+            f"ε = {spent.mean:.2f} per client for both channels and all rounds together "
+            "(Opacus's PRV accountant), and changes the final AUC by "
+            f"{_mean_sd(cost.mean, cost.std, 3)} (private minus non-private, paired over "
+            f"{cost.n_seeds} seeds; {clear.mean:.3f} without DP, {private.mean:.3f} with it; "
+            f"`{cost.profile}` profile). `results/comparison.md` has every target, FedAvg, the "
+            "benchmark, the deep runs and the audit (`topofl.dp.*`).")
 
 
 def _markdown_of(value) -> str:

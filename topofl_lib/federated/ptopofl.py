@@ -48,7 +48,10 @@ with client-level DP each cluster's model moves by the noisy sum of its members'
 updates; the weights are Eq. 6's without the size factor :math:`n_k` (the one factor
 that is unbounded), divided by their largest value in the cluster, so each lies in
 (0, 1] and no client's share of the sum exceeds one clipped update. They depend only on
-the released descriptors, so adversaries keep their Eq. 8 down-weighting. Eq. 7
+the released descriptors, so adversaries keep their Eq. 8 down-weighting. ``weights_``
+(and ``consensus_weights_``, ``weight_history_``) then report these size-free weights,
+normalised within each cluster: each client's share of its cluster's update (in
+expectation under client sampling), i.e. the weights the noisy sums used. Eq. 7
 blending follows, unchanged. With sample-level DP the clients train by DP-SGD and the
 aggregation is the usual one. Each client's accountant records its descriptor releases
 too (an unprotected one, with infinite epsilon, when no ``descriptor_mechanism``
@@ -80,7 +83,6 @@ from .aggregation import (
     aggregate_round,
     blend_clusters,
     consensus_model,
-    intra_cluster_weights,
     server_state,
 )
 from .augmentation import augment_features, augmentation_stats
@@ -165,7 +167,8 @@ class PTopoFL(FederatedAlgorithm):
     distances_ : ndarray (K, K)
     labels_ : ndarray (K,)  cluster of each client
     trust_, z_scores_ : ndarray (K,)
-    weights_ : ndarray (K,)  Eq. 6 weights (sum to 1 within each cluster)
+    weights_ : ndarray (K,)  Eq. 6 weights (sum to 1 within each cluster); under
+        client-level ``model_dp`` without the size factor, as the noisy sums use them
     cluster_models_ : ndarray (M, dim)  blended models after the last round
     signatures_ : ndarray (n_rounds, K, 48) or None
     drift_ : ndarray (K,) or None  Eq. 9 on normalised descriptors
@@ -329,8 +332,8 @@ class PTopoFL(FederatedAlgorithm):
         """Round-0 server work (and re-clustering): distances, clusters, trust, Eq. 6.
         ``labels``: keep these clusters (trust and weights of new descriptors only)."""
         distances = None if self.distance == "l2" else diagram_distances(diagrams)
-        st = server_state(descriptors, sizes, self.n_clusters, self.tau, self.use_trust,
-                          distances, labels)
+        st = server_state(descriptors, self._weight_sizes(sizes), self.n_clusters, self.tau,
+                          self.use_trust, distances, labels)
         self.descriptors_ = np.asarray(descriptors, dtype=np.float64)
         self.distances_, self.labels_ = st["distances"], st["labels"]
         self.trust_, self.z_scores_, self.weights_ = st["trust"], st["z"], st["weights"]
@@ -390,18 +393,20 @@ class PTopoFL(FederatedAlgorithm):
                         and np.any(self.drift_statistic_[r] > self.drift_threshold)):
                     self._recluster(r, tops)
 
+    def _weight_sizes(self, sizes: np.ndarray) -> np.ndarray:
+        """The sizes Eq. 6 weighs by: the clients' sizes, or all 1 under client-level DP
+        (a size is unbounded, so it cannot weigh a clipped update)."""
+        dp = self._model_dp
+        return np.ones_like(sizes) if dp is not None and dp.level == "client" else sizes
+
     def _dp_weights(self) -> np.ndarray:
-        """Each client's weight in its cluster's sum under client-level DP: Eq. 6 without
-        the size factor, over its largest value in the cluster (in (0, 1]); 1 in the
-        warm-up of a model-dependent descriptor (one cluster, trust 1)."""
-        K = self.n_clients_
-        if self.descriptors_ is None:
-            return np.ones(K)
-        a = intra_cluster_weights(normalise_descriptors(self.descriptors_), self.labels_,
-                                  np.ones(K), self.trust_)
+        """Each client's weight in its cluster's sum under client-level DP: its
+        ``weights_`` (Eq. 6 without the size factor) over their largest value in the
+        cluster, so in (0, 1]; all 1 in the warm-up of a model-dependent descriptor (one
+        cluster, trust 1, uniform weights)."""
         top = np.zeros(self._cluster_sizes.size)
-        np.maximum.at(top, self.labels_, a)
-        return a / top[self.labels_]
+        np.maximum.at(top, self.labels_, self.weights_)
+        return self.weights_ / top[self.labels_]
 
     def _recluster(self, r, tops) -> None:
         """Sec. 3.5: re-cluster on the current signatures."""
@@ -451,9 +456,10 @@ class PTopoFL(FederatedAlgorithm):
 
     def _warm_up(self, sizes) -> None:
         """Round-1 state of a model-dependent descriptor: one cluster, trust 1, weights
-        proportional to the clients' sizes (a FedAvg round)."""
+        proportional to the clients' sizes (a FedAvg round; uniform under client-level DP)."""
         K = sizes.size
-        w = sizes / sizes.sum()
+        w = self._weight_sizes(sizes)
+        w = w / w.sum()
         self.descriptors_ = None
         self.distances_ = np.zeros((K, K))
         self.labels_ = np.zeros(K, dtype=np.int64)

@@ -1,5 +1,6 @@
 """Privacy: the paper's proxies, real attacks, differentially private descriptors and
-models (client-level DP-FedAvg, DP-SGD), and the accounting of every release.
+models (client-level DP-FedAvg, DP-SGD), the accounting of every release, and the audit
+of a guarantee by attack.
 
 Attributes load on first use.
 """
@@ -16,10 +17,15 @@ __all__ = [
     "analytic_gaussian_sigma",
     "calibrate_noise_multiplier",
     "clip_norm",
+    "clopper_pearson",
     "descriptor_inversion_experiment",
     "descriptor_map",
     "dp_utility_experiment",
+    "empirical_epsilon",
+    "epsilon_from_rates",
+    "gaussian_mechanism_audit",
     "gradient_inversion_experiment",
+    "held_out_epsilon",
     "invert_batch_gradient",
     "invert_descriptor",
     "invert_single_gradient",
@@ -31,10 +37,14 @@ __all__ = [
     "reconstruction_metrics",
     "reconstruction_risk_gradient",
     "reconstruction_risk_topology",
+    "split_budget",
 ]
 
 __getattr__, __dir__ = attach(__name__, {
     ".accounting": ["PrivacyAccountant", "calibrate_noise_multiplier"],
+    ".budget": ["split_budget"],
+    ".audit": ["clopper_pearson", "empirical_epsilon", "epsilon_from_rates",
+               "gaussian_mechanism_audit", "held_out_epsilon"],
     ".attacks": ["ATTACK_DESCRIPTORS", "descriptor_map", "invert_batch_gradient",
                  "invert_descriptor", "invert_single_gradient", "logistic_data_gradient",
                  "membership_inference", "reconstruction_metrics"],

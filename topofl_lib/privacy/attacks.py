@@ -30,6 +30,9 @@ Membership inference (both channels)
     ratio test against shadow datasets it simulates with and without the target
     (LiRA-style with Gaussians of a shared diagonal variance; Carlini et al. 2022).
     The same attack is run on gradients and on descriptors, so the AUCs are comparable.
+    Against a DP option (``mechanism``) the transmitted object is privatised exactly as
+    the option does it (:func:`release_map`), in the trial and in every shadow dataset
+    the attacker simulates: it knows the mechanism, not the noise.
 
 Which descriptor (:func:`descriptor_map`): both descriptor attacks target the paper's
 48-dim descriptor by default, or one of the label-aware descriptors of
@@ -63,7 +66,9 @@ from ..core.seeds import draw_seed
 from ..federated.metrics import roc_auc
 from ..topology.class_conditional import class_conditional_descriptor
 from ..topology.descriptor import topological_descriptor
+from ..topology.distances import normalise_descriptors
 from ..topology.model_anchored import anchor_margins, model_anchored_descriptor
+from .model_channel import ClientLevelDP
 
 __all__ = [
     "ATTACK_DESCRIPTORS",
@@ -74,6 +79,7 @@ __all__ = [
     "logistic_data_gradient",
     "membership_inference",
     "reconstruction_metrics",
+    "release_map",
 ]
 
 
@@ -125,6 +131,48 @@ def descriptor_map(descriptor="paper", *, w: np.ndarray | None = None, n_thresho
     return lambda X, y, n_sub, random_state: model_anchored_descriptor(
         X, anchor_margins(learner, w, X, y), n_sub=n_sub, n_thresholds=n_thresholds,
         random_state=random_state)
+
+
+def release_map(channel: str, mechanism=None):
+    """What the server receives of a transmitted object under a DP option: ``f(T, rng)``.
+
+    * ``channel="gradient"`` with a :class:`~topofl_lib.privacy.ClientLevelDP`: the
+      object (a client's update; here its data gradient, a one-step update up to the
+      learning rate) is clipped to L2 norm ``clip`` and receives the server's noise
+      :math:`N(0, z^2 C^2 I)`, i.e. :meth:`ClientLevelDP.noisy_sum` of this one update
+      with weight 1, what DP-FedAvg adds to its sum for one client;
+    * ``channel="descriptor"`` with a mechanism that has ``release`` (a
+      :class:`~topofl_lib.privacy.GaussianMechanism` or
+      :class:`~topofl_lib.privacy.LaplaceMechanism`): the descriptor is l2-normalised
+      and released by the mechanism, as pTopoFL's ``descriptor_mechanism`` does;
+    * ``mechanism=None``: the object itself (nothing drawn).
+
+    Parameters
+    ----------
+    channel : {"gradient", "descriptor"}
+        What the client transmits.
+    mechanism : ClientLevelDP, GaussianMechanism, LaplaceMechanism or None
+        The DP option of that channel.
+
+    Returns
+    -------
+    callable
+        ``f(T, rng) -> ndarray`` of ``T``'s shape (1-D).
+    """
+    if channel not in ("gradient", "descriptor"):
+        raise ValueError(f"unknown channel {channel!r}; expected 'gradient' or 'descriptor'")
+    if mechanism is None:
+        return lambda T, rng: T
+    if channel == "gradient":
+        if not isinstance(mechanism, ClientLevelDP):
+            raise TypeError("the gradient channel is privatised by a ClientLevelDP (clipped "
+                            f"update, server noise), got {type(mechanism).__name__}")
+        return lambda T, rng: mechanism.noisy_sum(T[None, :], np.ones(1), rng)
+    if not callable(getattr(mechanism, "release", None)):
+        raise TypeError("the descriptor channel is privatised by a mechanism with a "
+                        "release(x, random_state) method (GaussianMechanism, "
+                        f"LaplaceMechanism), got {type(mechanism).__name__}")
+    return lambda T, rng: mechanism.release(normalise_descriptors(T[None, :]), rng)[0]
 
 
 def logistic_data_gradient(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -395,8 +443,9 @@ def membership_inference(
     n_shadow: int = 16,
     n_sub: int = 80,
     descriptor="paper",
+    mechanism=None,
     random_state=None,
-) -> dict[str, float]:
+) -> dict:
     """Likelihood-ratio membership inference on one channel; returns the attack AUC.
 
     For each of ``n_targets`` target records (drawn from ``population``) the challenger
@@ -411,6 +460,11 @@ def membership_inference(
     ``descriptor`` is the descriptor the client sends on the descriptor channel
     (:func:`descriptor_map`; default the paper's 48-dim one; ``"model_anchored"`` is
     computed against ``w``); a label-aware one sees the dataset's labels.
+
+    ``mechanism`` attacks a DP option instead of the raw object: every transmitted object
+    (the trial's and the shadows') is privatised by :func:`release_map` ``(channel,
+    mechanism)`` with fresh noise. The per-trial ``scores`` and ``members`` are returned
+    too, for an audit (:mod:`topofl_lib.privacy.audit`).
 
     Parameters
     ----------
@@ -432,12 +486,16 @@ def membership_inference(
         Subsample size of the descriptor channel.
     descriptor : str or callable, default="paper"
         What the descriptor channel sends (:func:`descriptor_map`).
+    mechanism : ClientLevelDP, GaussianMechanism, LaplaceMechanism or None
+        The channel's DP option (:func:`release_map`); None: sent in the clear.
     random_state : None, int or Generator
-        Seeds the trials.
+        Seeds the trials (and the noise).
 
     Returns
     -------
-    dict with ``auc`` (0.5 = guessing) and ``n_trials``.
+    dict
+        ``auc`` (0.5 = guessing), ``n_trials``, and per trial its ``scores`` (the
+        log-likelihood ratio) and ``members`` (whether the target was in).
     """
     population = check_points(population, "population", min_points=n + 2)
     labels = check_labels(labels, population.shape[0], "labels", require_both=False)
@@ -449,15 +507,16 @@ def membership_inference(
     if channel == "gradient" and (w is None or np.shape(w) != (population.shape[1] + 1,)):
         raise ValueError("channel='gradient' needs w of shape (d + 1,)")
     describe = (descriptor_map(descriptor, w=w) if channel == "descriptor" else None)
+    release = release_map(channel, mechanism)
     classes = labels.astype(np.int64)
     rng = check_random_state(random_state)
     N = population.shape[0]
 
     def transmit(idx):
         if channel == "gradient":
-            return logistic_data_gradient(w, population[idx], labels[idx])
+            return release(logistic_data_gradient(w, population[idx], labels[idx]), rng)
         seed = draw_seed(rng)  # the client's private subsample seed
-        return describe(population[idx], classes[idx], n_sub, seed)
+        return release(describe(population[idx], classes[idx], n_sub, seed), rng)
 
     def dataset(target, include):
         others = rng.choice(np.delete(np.arange(N), target), n - 1 + (not include),
@@ -476,4 +535,6 @@ def membership_inference(
         ll_out = -0.5 * np.sum((T - outs.mean(0)) ** 2 / var)
         scores.append(ll_in - ll_out)
         truth.append(member)
-    return {"auc": roc_auc(np.array(truth), np.array(scores)), "n_trials": n_targets}
+    truth, scores = np.array(truth), np.array(scores)
+    return {"auc": roc_auc(truth, scores), "n_trials": n_targets, "scores": scores,
+            "members": truth}

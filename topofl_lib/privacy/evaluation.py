@@ -30,6 +30,7 @@ from .attacks import (
     logistic_data_gradient,
     membership_inference,
     reconstruction_metrics,
+    release_map,
 )
 from .mechanisms import GaussianMechanism
 from .proxies import mi_proxy_bits, reconstruction_risk_gradient, reconstruction_risk_topology
@@ -107,6 +108,7 @@ def gradient_inversion_experiment(
     n_iter: int = 1500,
     max_clients: int | None = None,
     progress: bool = True,
+    model_dp=None,
 ) -> pd.DataFrame:
     """Invert honest clients' logistic gradients at the round-2 global model.
 
@@ -115,7 +117,10 @@ def gradient_inversion_experiment(
     if None). Attacks: ``closed_form`` (B = 1 only),
     ``optimisation`` (all B) and the baseline ``population_guess`` (B records drawn
     from other clients). Columns: scenario, seed, client, batch_size, attack,
-    recovered, relative_error, cosine.
+    recovered, relative_error, cosine. With ``model_dp`` (a
+    :class:`~topofl_lib.privacy.ClientLevelDP`) the attacks see the gradient clipped and
+    noised as that option releases a client's update
+    (:func:`~topofl_lib.privacy.attacks.release_map`).
 
     Parameters
     ----------
@@ -133,6 +138,8 @@ def gradient_inversion_experiment(
         Attack at most this many honest clients per seed.
     progress : bool, default=True
         Show a tqdm bar.
+    model_dp : ClientLevelDP, optional
+        Privatise the transmitted gradient as this option does; None: in the clear.
 
     Returns
     -------
@@ -142,6 +149,7 @@ def gradient_inversion_experiment(
     check_real(tol, "tol", low=0.0, low_open=True)
     for b in batch_sizes:
         check_int(b, "batch_size", low=1)
+    release = release_map("gradient", model_dp)
     rows = []
     seeds = check_seeds(seeds)
     bar = tqdm(total=len(seeds), desc=f"gradient inversion ({scenario})", disable=not progress)
@@ -158,7 +166,7 @@ def gradient_inversion_experiment(
                     continue
                 idx = rng.choice(c.n_train, B, replace=False)
                 X, y = c.X_train[idx], c.y_train[idx]
-                g = logistic_data_gradient(w, X, y)
+                g = release(logistic_data_gradient(w, X, y), rng)
                 attempts = {
                     "optimisation": invert_batch_gradient(g, w, B, n_iter=n_iter,
                                                           random_state=rng),
@@ -265,6 +273,9 @@ def membership_experiment(
     progress: bool = True,
     descriptor: str = "paper",
     channels: Sequence[str] = ("gradient", "descriptor"),
+    model_dp=None,
+    descriptor_mechanism=None,
+    per_trial: bool = False,
 ) -> pd.DataFrame:
     """Membership-inference AUC on the gradient and the descriptor channel per seed.
 
@@ -273,7 +284,11 @@ def membership_experiment(
     ``descriptor``: what the descriptor channel sends; ``channels``: which channels to
     attack. Columns: scenario, seed, n, channel, descriptor, auc.
 
-    are taken at the round-2 FedAvg model. Columns: scenario, seed, n, channel, auc.
+    Against DP options the transmitted objects are privatised as the options do
+    (:func:`~topofl_lib.privacy.attacks.release_map`): the gradient by ``model_dp`` (a
+    :class:`~topofl_lib.privacy.ClientLevelDP`: clipped, noised), the descriptor by
+    ``descriptor_mechanism`` (normalised, released). ``per_trial`` returns the trials
+    themselves, for an audit (:mod:`topofl_lib.privacy.audit`).
 
     Parameters
     ----------
@@ -294,16 +309,25 @@ def membership_experiment(
         ``"model_anchored"``).
     channels : sequence of {"gradient", "descriptor"}, default=both
         The channels attacked.
+    model_dp : ClientLevelDP, optional
+        The gradient channel's DP option; None: in the clear.
+    descriptor_mechanism : GaussianMechanism or LaplaceMechanism, optional
+        The descriptor channel's DP mechanism; None: in the clear.
+    per_trial : bool, default=False
+        One row per trial instead, with its ``trial`` number, ``member`` (the target was
+        in) and ``score`` (the attack's log-likelihood ratio) in place of ``auc``.
 
     Returns
     -------
     pandas.DataFrame
-        One row per (seed, channel).
+        One row per (seed, channel), or per (seed, channel, trial).
     """
+    mechanisms = {"gradient": model_dp, "descriptor": descriptor_mechanism}
     for channel in channels:
         if channel not in ("gradient", "descriptor"):
             raise ValueError(f"unknown channel {channel!r}; expected 'gradient' or "
                              "'descriptor'")
+        release_map(channel, mechanisms[channel])  # a wrong option fails before any run
     descriptor_map(descriptor, w=np.zeros(2))  # validates the name before any run
     rows = []
     seeds = check_seeds(seeds)
@@ -317,9 +341,15 @@ def membership_experiment(
         for channel in channels:
             res = membership_inference(X, y, n, channel, w=w, n_targets=n_targets,
                                        n_shadow=n_shadow, descriptor=descriptor,
-                                       random_state=seed)
-            rows.append({"scenario": scenario, "seed": seed, "n": n, "channel": channel,
-                         "descriptor": descriptor, "auc": res["auc"]})
+                                       mechanism=mechanisms[channel], random_state=seed)
+            row = {"scenario": scenario, "seed": seed, "n": n, "channel": channel,
+                   "descriptor": descriptor}
+            if per_trial:
+                rows += [{**row, "trial": t, "member": bool(m), "score": float(v)}
+                         for t, (m, v) in enumerate(zip(res["members"], res["scores"],
+                                                        strict=True))]
+            else:
+                rows.append({**row, "auc": res["auc"]})
             bar.update()
     bar.close()
     return pd.DataFrame(rows)
@@ -340,8 +370,6 @@ def dp_utility_experiment(
     topology-free reference. ``descriptor``: pTopoFL's descriptor option (each release
     of a model-anchored descriptor, one per round, gets the mechanism's noise).
     Columns: scenario, seed, method, descriptor, epsilon, sigma, auc.
-
-    topology-free reference. Columns: scenario, seed, method, epsilon, sigma, auc.
 
     Parameters
     ----------

@@ -1,14 +1,31 @@
-"""pTopoFL's privacy study (Sec. 4.6, Figure 6): its claim ids.
+"""pTopoFL's privacy study (Sec. 4.6, Figure 6) and its end-to-end DP (issue 29): claim ids.
 
-The attacks and the runs are in :mod:`topofl_lib.privacy`.
+The attacks and the runs are in :mod:`topofl_lib.privacy`, the DP experiments in
+:mod:`~topofl_lib.studies.dp_tradeoff` and :mod:`~topofl_lib.studies.dp_audit`.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
-__all__ = ["privacy_claim_values"]
+from ..claim_keys import METHOD_KEYS
+from ..results import load_paper_claims
+from .common import per_seed
+
+__all__ = ["DP_CLAIM_EPSILONS", "README_DP_TARGET", "dp_claim_values", "epsilon_key",
+           "privacy_claim_values"]
+
+#: The target epsilons that have ``topofl.dp.*`` claim ids (other targets run, unclaimed).
+DP_CLAIM_EPSILONS = (1.0, 3.0, 10.0, 30.0, 100.0)
+#: The README's private pTopoFL run (:mod:`topofl_lib.readme_sections`): Scenario A
+#: (``"hc"``) under the paper's protocol at this target total epsilon per client, with
+#: the privacy notebook's defaults otherwise (its ``topofl.dp.t1.hc.eps10.*`` rows).
+README_DP_TARGET = 10.0
+#: Table 1's scenarios as claim keys.
+_T1_KEYS = {"healthcare": "hc", "benchmark": "bm"}
 
 def privacy_claim_values(proxies: pd.DataFrame, gradinv: pd.DataFrame, descinv: pd.DataFrame,
                          mia: pd.DataFrame, dp: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -77,3 +94,127 @@ def privacy_claim_values(proxies: pd.DataFrame, gradinv: pd.DataFrame, descinv: 
         if v.size:
             out[f"topofl.privacy.dp.{key}.auc"] = v
     return {k: v for k, v in out.items() if np.size(v)}
+
+
+def epsilon_key(epsilon: float) -> str:
+    """A target epsilon in a claim id: ``"eps3"``, ``"eps0.5"``; ``"nodp"`` for ``inf``.
+
+    Parameters
+    ----------
+    epsilon : float
+        The target (``inf``: no DP).
+
+    Returns
+    -------
+    str
+    """
+    return "nodp" if math.isinf(epsilon) else f"eps{epsilon:g}"
+
+
+def _t1_values(final: pd.DataFrame) -> dict[str, np.ndarray]:
+    """``topofl.dp.t1.*``: per-seed AUC, cost (private - non-private) and accounted epsilon."""
+    out = {}
+    for (scenario, base, target), g in final.groupby(["scenario", "base", "target_epsilon"]):
+        prefix = f"topofl.dp.t1.{_T1_KEYS.get(scenario, scenario)}.{epsilon_key(target)}"
+        key = METHOD_KEYS[base]
+        out[f"{prefix}.auc.{key}"] = per_seed(g, "auc")
+        if math.isfinite(target):
+            clear = final[(final["scenario"] == scenario) & (final["method"] == base)]
+            out[f"{prefix}.cost.{key}"] = _paired(g, clear, "auc")
+            out[f"{prefix}.epsilon.{key}"] = per_seed(g, "epsilon")
+    return out
+
+
+def _paired(private: pd.DataFrame, clear: pd.DataFrame, metric: str) -> np.ndarray:
+    """Per-seed ``private - clear`` over the seeds both have, in seed order."""
+    a = private.set_index("seed")[metric]
+    b = clear.set_index("seed")[metric]
+    common = a.index.intersection(b.index).sort_values()
+    return (a[common] - b[common]).to_numpy(dtype=np.float64)
+
+
+def _deep_values(final: pd.DataFrame) -> dict[str, np.ndarray]:
+    """``topofl.dp.deep.fmnist01.*``: accuracy, its cost and the accounted epsilon."""
+    out = {}
+    for (base, target), g in final.groupby(["base", "target_epsilon"]):
+        prefix, key = f"topofl.dp.deep.fmnist01.{epsilon_key(target)}", METHOD_KEYS[base]
+        out[f"{prefix}.acc.{key}"] = per_seed(g, "accuracy")
+        if math.isfinite(target):
+            out[f"{prefix}.cost.{key}"] = _paired(g, final[final["method"] == base],
+                                                  "accuracy")
+            out[f"{prefix}.epsilon.{key}"] = per_seed(g, "epsilon")
+    return out
+
+
+def _detection_values(detection: pd.DataFrame) -> dict[str, np.ndarray]:
+    """``topofl.dp.robust.*``: flagged and isolated adversaries, their weight, the AUC."""
+    out = {}
+    for target, g in detection.groupby("target_epsilon"):
+        for column, key in (("flagged", "flagged"), ("isolated", "isolated"),
+                            ("adversarial_weight", "advweight"), ("auc", "auc")):
+            out[f"topofl.dp.robust.{epsilon_key(target)}.{key}"] = per_seed(g, column)
+    return out
+
+
+def _audit_values(audit: pd.DataFrame) -> dict[str, np.ndarray]:
+    """``topofl.dp.audit.*``: each lower bound (pooled trials: one value) and the
+    accounted epsilon of the release attacked."""
+    out = {}
+    attacks = {"membership": "mia", "canary": "canary"}
+    for r in audit.itertuples(index=False):
+        prefix = (f"topofl.dp.audit.{attacks[r.attack]}.{r.channel}."
+                  f"{epsilon_key(r.target_epsilon)}")
+        out[f"{prefix}.lb"] = np.array([r.epsilon_lb])
+        if math.isfinite(r.epsilon_release):
+            out[f"{prefix}.accounted"] = np.array([r.epsilon_release])
+    return out
+
+
+def dp_claim_values(table1: pd.DataFrame | None = None, deep: pd.DataFrame | None = None,
+                    detection: pd.DataFrame | None = None, audit: pd.DataFrame | None = None,
+                    pooled_seeds: int | None = None
+                    ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """Per-seed values of the ``topofl.dp.*`` claims (end-to-end DP, issue 29), and notes.
+
+    Only targets of :data:`DP_CLAIM_EPSILONS` (and the non-private runs) have ids; an id
+    not in the claims table is left out, so a profile's other targets run unclaimed.
+
+    Parameters
+    ----------
+    table1 : pandas.DataFrame, optional
+        :func:`~topofl_lib.studies.dp_tradeoff.dp_table1_comparison`'s ``final`` tables
+        (both scenarios concatenated): ``topofl.dp.t1.<hc|bm>.<eps>.<auc|cost|epsilon>.<method>``.
+    deep : pandas.DataFrame, optional
+        :func:`~topofl_lib.studies.dp_tradeoff.dp_deep_comparison`'s ``final`` table:
+        ``topofl.dp.deep.fmnist01.<eps>.<acc|cost|epsilon>.<method>``.
+    detection : pandas.DataFrame, optional
+        :func:`~topofl_lib.studies.dp_tradeoff.dp_detection`'s rows:
+        ``topofl.dp.robust.<eps>.<flagged|isolated|advweight|auc>``.
+    audit : pandas.DataFrame, optional
+        :func:`~topofl_lib.studies.dp_audit.dp_audit`'s audit table (one value per id,
+        the trials pooled): ``topofl.dp.audit.<mia|canary>.<channel>.<eps>.<lb|accounted>``.
+    pooled_seeds : int, optional
+        The scenario realisations whose membership trials the audit pooled (for the
+        notes of its ids).
+
+    Returns
+    -------
+    values : dict of str to ndarray
+        Claim id -> per-seed values (``cost``: private minus non-private, paired).
+    notes : dict of str to str
+        Claim id -> note: the audit's ids hold one value (pooled trials, a seeded
+        simulation), not one per seed.
+    """
+    out = {}
+    for frame, values in ((table1, _t1_values), (deep, _deep_values),
+                          (detection, _detection_values), (audit, _audit_values)):
+        if frame is not None:
+            out.update(values(frame))
+    known = set(load_paper_claims().index)
+    out = {k: v for k, v in out.items() if k in known and np.size(v)}
+    pooled = ("" if pooled_seeds is None else f" of {pooled_seeds} scenario realisation"
+              + ("" if pooled_seeds == 1 else "s"))
+    notes = {k: (f"one bound from the membership trials{pooled}, pooled" if ".mia." in k
+                 else "one bound from the canary's simulated releases")
+             for k in out if k.startswith("topofl.dp.audit.") and k.endswith(".lb")}
+    return out, notes

@@ -8,9 +8,20 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .layout import grid_shape, page_width, panel_position
-from .palette import ATTACK_COLOURS, CHANNEL_COLOURS, OLIVE, method_styles
+from .palette import (
+    ATTACK_COLOURS,
+    BROWN,
+    CHANNEL_COLOURS,
+    GREY,
+    OLIVE,
+    ORANGE,
+    PURPLE,
+    RED,
+    method_styles,
+)
 
-__all__ = ["attack_success_plot", "dp_utility_plot", "figure6", "leakage_summary_plot"]
+__all__ = ["attack_success_plot", "dp_audit_plot", "dp_detection_plot", "dp_tradeoff_plot",
+           "dp_utility_plot", "figure6", "leakage_summary_plot"]
 
 
 def figure6(proxies: pd.DataFrame, model_dim: int) -> go.Figure:
@@ -151,4 +162,163 @@ def dp_utility_plot(dp: pd.DataFrame) -> go.Figure:
     fig.update_layout(template="plotly_white", width=page_width(cols, 430, margin=240),
                       height=60 + 380 * rows,
                       title="Utility of pTopoFL with (epsilon, 1e-5)-DP descriptors")
+    return fig
+
+
+def _tradeoff_panel(fig, final: pd.DataFrame, metric: str, row: int, col: int,
+                    first: bool) -> None:
+    """One panel of :func:`dp_tradeoff_plot`: each method's private runs against the
+    accounted epsilon (mean ± sd over seeds), its non-private level as a dashed line."""
+    styles = method_styles(final["base"].unique())
+    private = final[np.isfinite(final["target_epsilon"])]
+    span = [private["epsilon"].min(), private["epsilon"].max()]
+    for base, g in final.groupby("base", sort=False):
+        st = styles[base]
+        s = (g[np.isfinite(g["target_epsilon"])].groupby("target_epsilon")
+             .agg(epsilon=("epsilon", "mean"), mean=(metric, "mean"), sd=(metric, "std"))
+             .fillna(0.0))
+        fig.add_trace(go.Scatter(x=s["epsilon"], y=s["mean"], mode="lines+markers",
+                                 error_y={"type": "data", "array": s["sd"]}, line=st.line(),
+                                 marker=st.marker(), name=f"{base}, DP", legendgroup=base,
+                                 showlegend=first), row=row, col=col)
+        clear = g[~np.isfinite(g["target_epsilon"])][metric].mean()
+        fig.add_trace(go.Scatter(x=span, y=[clear, clear], mode="lines",
+                                 line={**st.line(), "dash": "dash"}, name=f"{base}, no DP",
+                                 legendgroup=f"{base} clear", showlegend=first),
+                      row=row, col=col)
+
+
+def dp_tradeoff_plot(table1: pd.DataFrame, deep: pd.DataFrame | None = None) -> go.Figure:
+    """Utility against the total epsilon per client: Table 1's scenarios (AUC) and the
+    deep scenario (accuracy), one panel each.
+
+    A method's private runs are a solid line in its colour at the accountant's total
+    epsilon (models and descriptors), mean ± sd over seeds; its non-private level is a
+    dashed line in the same colour.
+
+    Parameters
+    ----------
+    table1 : pandas.DataFrame
+        :func:`~topofl_lib.studies.dp_tradeoff.dp_table1_comparison`'s ``final`` tables:
+        ``scenario``, ``base``, ``target_epsilon``, ``epsilon``, ``auc``.
+    deep : pandas.DataFrame, optional
+        :func:`~topofl_lib.studies.dp_tradeoff.dp_deep_comparison`'s ``final`` table
+        (``accuracy``).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    panels = [(f"{s}: final AUC", table1[table1["scenario"] == s], "auc")
+              for s in dict.fromkeys(table1["scenario"])]
+    if deep is not None:
+        panels.append(("deep, Fashion-MNIST Dir(0.1): final accuracy", deep, "accuracy"))
+    rows, cols = grid_shape(len(panels), 3)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[p[0] for p in panels],
+                        horizontal_spacing=0.07)
+    for i, (_, final, metric) in enumerate(panels):
+        row, col = panel_position(i, cols)
+        _tradeoff_panel(fig, final, metric, row, col, i == 0)
+    fig.update_xaxes(type="log", title_text="total epsilon per client (accounted, δ = 1e-5)")
+    fig.update_layout(template="plotly_white", width=page_width(cols, 420, margin=200),
+                      height=60 + 380 * rows,
+                      title="Utility against the privacy of a whole run (models and "
+                            "descriptors)")
+    return fig
+
+
+#: The audit figure's series: attack -> (dash, marker symbol, label).
+_AUDIT_SERIES = {"canary": ("solid", "diamond", "worst-case canary"),
+                 "membership": ("dot", "circle", "membership inference")}
+
+
+def dp_audit_plot(audit: pd.DataFrame) -> go.Figure:
+    """The audit: each attack's empirical lower bound on epsilon against the accounted
+    epsilon of the release it attacked, one line per attack and channel.
+
+    The grey diagonal is the accounted epsilon itself, which no valid bound exceeds; a
+    bound near it says the accounting is tight for that attack, a bound of 0 that the
+    attack certifies nothing.
+
+    Parameters
+    ----------
+    audit : pandas.DataFrame
+        :func:`~topofl_lib.studies.dp_audit.dp_audit`'s audit table: ``attack``,
+        ``channel``, ``epsilon_release``, ``epsilon_lb`` (rows in the clear, with an
+        infinite ``epsilon_release``, are left out).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    finite = audit[np.isfinite(audit["epsilon_release"])]
+    fig = go.Figure()
+    span = [finite["epsilon_release"].min(), finite["epsilon_release"].max()]
+    fig.add_trace(go.Scatter(x=span, y=span, mode="lines", name="accounted (the ceiling)",
+                             line={"color": GREY, "dash": "dash", "width": 1.5}))
+    for (attack, channel), g in finite.groupby(["attack", "channel"], sort=False):
+        dash, symbol, label = _AUDIT_SERIES[attack]
+        g = g.sort_values("epsilon_release")
+        colour = CHANNEL_COLOURS.get(channel, OLIVE)
+        fig.add_trace(go.Scatter(x=g["epsilon_release"], y=g["epsilon_lb"],
+                                 mode="lines+markers", name=f"{label}, {channel} channel",
+                                 line={"color": colour, "dash": dash, "width": 2},
+                                 marker={"color": colour, "symbol": symbol, "size": 8}))
+    fig.update_xaxes(type="log", title_text="accounted epsilon of the release attacked")
+    fig.update_yaxes(title_text="empirical lower bound on epsilon (95%)", rangemode="tozero")
+    fig.update_layout(template="plotly_white", width=760, height=460,
+                      title="Audit: what the attacks certify against what is accounted")
+    return fig
+
+
+#: The detection figure's series: column -> (panel, colour, label).
+_DETECTION_SERIES = {
+    "flagged": (1, RED, "adversaries flagged (Eq. 8 trust < 1)"),
+    "isolated": (1, PURPLE, "adversaries in a cluster without honest clients"),
+    "false_alarms": (1, ORANGE, "honest clients flagged"),
+    "adversarial_weight": (2, BROWN, "adversaries' share of the consensus"),
+}
+
+
+def dp_detection_plot(detection: pd.DataFrame) -> go.Figure:
+    """pTopoFL's adversary detection against the target epsilon: (A) how many
+    adversaries are flagged and isolated, and how many honest clients are flagged;
+    (B) the adversaries' weight in the consensus beside their share of the clients.
+
+    Non-private levels are dashed lines in the series' colour.
+
+    Parameters
+    ----------
+    detection : pandas.DataFrame
+        :func:`~topofl_lib.studies.dp_tradeoff.dp_detection`'s rows.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=(
+        "(A) detection", "(B) weight of the adversaries"))
+    private = detection[np.isfinite(detection["target_epsilon"])]
+    clear = detection[~np.isfinite(detection["target_epsilon"])]
+    span = [private["target_epsilon"].min(), private["target_epsilon"].max()]
+    for column, (col, colour, label) in _DETECTION_SERIES.items():
+        s = private.groupby("target_epsilon")[column].agg(["mean", "std"]).fillna(0.0)
+        fig.add_trace(go.Scatter(x=s.index, y=s["mean"], mode="lines+markers", name=label,
+                                 error_y={"type": "data", "array": s["std"]},
+                                 line={"color": colour, "width": 2}, legendgroup=column,
+                                 marker={"color": colour, "size": 7}), row=1, col=col)
+        level = clear[column].mean()
+        fig.add_trace(go.Scatter(x=span, y=[level, level], mode="lines",
+                                 name=f"{label}, no DP", legendgroup=column,
+                                 line={"color": colour, "dash": "dash", "width": 1.5}),
+                      row=1, col=col)
+    share = detection["adversarial_share"].mean()
+    fig.add_trace(go.Scatter(x=span, y=[share, share], mode="lines",
+                             name="adversaries' share of the clients",
+                             line={"color": GREY, "dash": "dot", "width": 1.5}), row=1, col=2)
+    fig.update_xaxes(type="log", title_text="target epsilon per client (whole run)")
+    fig.update_yaxes(rangemode="tozero")
+    fig.update_yaxes(title_text="fraction", col=1)
+    fig.update_layout(template="plotly_white", width=1100, height=440,
+                      title="Private pTopoFL against adversarial hospitals")
     return fig
