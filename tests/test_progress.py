@@ -213,4 +213,5 @@ def test_run_store_only_for_notebooks_that_keep_runs(tmp_path, monkeypatch):
 def test_run_store_of_the_registered_notebooks():
     notebooks = Path(__file__).resolve().parents[1] / "notebooks"
     kept = {p.stem for p in notebooks.glob("*.ipynb") if run_store(p, "quick") is not None}
-    assert kept == {"fedtopo", "ptopofl_deep", "label_aware", "own_data"}
+    assert kept == {"fedtopo", "ptopofl_deep", "label_aware", "own_data",
+                    "privacy_analysis"}
