@@ -247,6 +247,26 @@ def test_every_descriptor_release_is_accounted(healthcare):
     assert np.all(tracked.history_["epsilon"] == math.inf)
 
 
+def test_each_round_logs_the_epsilon_of_the_history(healthcare, caplog):
+    """One INFO line per round, with the round's epsilon as ``history_`` records it
+    (the largest total over the clients, and each channel's)."""
+    model = PTopoFL(n_rounds=3, random_state=0, descriptor_mechanism=GaussianMechanism(3.0),
+                    model_dp=ClientLevelDP(noise_multiplier=3.0, clip=0.5))
+    with caplog.at_level("INFO", logger="topofl_lib.federated"):
+        model.fit(healthcare)
+    lines = [r.getMessage() for r in caplog.records if r.name == "topofl_lib.federated"]
+    assert len(lines) == 3
+    h = model.history_
+    for r, line in enumerate(lines):
+        assert line.startswith(f"PTopoFL round {r + 1}/3: epsilon {h['epsilon'][r]:.4g} ")
+        assert f"(descriptor {h['epsilon_descriptor'][r]:.4g}, " in line
+        assert f"model {h['epsilon_model'][r]:.4g})" in line
+        assert line.endswith(f"the largest over {len(healthcare.clients)} clients")
+    caplog.clear()
+    FedAvg(n_rounds=2, random_state=0).fit(healthcare)  # no model_dp: no accountant, no line
+    assert not [r for r in caplog.records if r.name == "topofl_lib.federated"]
+
+
 def test_private_ptopofl_keeps_down_weighting_the_flagged_client(healthcare):
     est = PTopoFL(n_rounds=1, random_state=0, descriptor_mechanism=GaussianMechanism(50.0),
                   model_dp=ClientLevelDP(noise_multiplier=0.5, clip=0.5))

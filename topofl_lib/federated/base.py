@@ -37,13 +37,16 @@ Differential privacy of the model channel (``model_dp`` of FedAvg, FedProx and p
 :mod:`topofl_lib.privacy.model_channel`) is run here too, for every model class: DP-SGD
 replaces a client's local SGD in :meth:`FederatedAlgorithm._train`, a client-level DP
 round is :meth:`FederatedAlgorithm._private_round`, and every release is recorded by
-one accountant per client, whose epsilon after each round goes into ``history_``.
-Without ``model_dp`` none of this runs: no accountant, no extra random draw.
+one accountant per client, whose epsilon after each round goes into ``history_``
+and is logged (logger ``topofl_lib.federated``, level INFO: ``logging.basicConfig(
+level=logging.INFO)`` prints one line per round). Without ``model_dp`` none of this
+runs: no accountant, no extra random draw.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 from numbers import Integral
 
 import numpy as np
@@ -72,6 +75,9 @@ from .local import (
     workspace,
 )
 from .solvers import SOLVERS, fit_logistic
+
+#: The per-round privacy lines (INFO) of runs with ``model_dp``.
+logger = logging.getLogger("topofl_lib.federated")
 
 __all__ = ["EVALUATE_ON", "RNG_STREAMS", "FederatedAlgorithm", "client_streams"]
 
@@ -443,6 +449,7 @@ class FederatedAlgorithm(BaseEstimator):
             self._round(r)
             if self._accountants is not None:
                 privacy[r] = self._account_round()
+                self._log_privacy(r, privacy[r])
             cache = {}
             for k in range(K):
                 X_test, y_test = self._tests[k]
@@ -503,6 +510,15 @@ class FederatedAlgorithm(BaseEstimator):
             self._dp_steps[:] = 0
         return np.array([[acc.epsilon(dp.delta, channel=c) for acc in self._accountants]
                          for c in (None, "descriptor", "model")])
+
+    def _log_privacy(self, r: int, spent: np.ndarray) -> None:
+        """Log round ``r``'s epsilon (INFO): the largest client total and each channel's."""
+        if logger.isEnabledFor(logging.INFO):
+            total, descriptor, model = spent.max(axis=1)
+            logger.info("%s round %d/%d: epsilon %.4g (descriptor %.4g, model %.4g) at "
+                        "delta %.3g, the largest over %d clients", type(self).__name__,
+                        r + 1, self.n_rounds, total, descriptor, model,
+                        self._model_dp.delta, spent.shape[1])
 
     def _private_round(self, starts: np.ndarray, groups: np.ndarray, weights: np.ndarray,
                        extra=None) -> tuple[np.ndarray, np.ndarray]:
