@@ -292,8 +292,9 @@ def _flower_internals():
 @needs_flower
 @pytest.mark.parametrize("version", ["1.41.0", "1.42.1", "1.43.0", "1.42.0rc1", "2.0.0"])
 def test_fast_waits_adapter_patches_nothing_on_another_version(version, caplog):
-    """On a flwr version other than the verified one, both entry points change nothing
-    in Flower's modules and each logs the one-line notice (Flower's own waits stay)."""
+    """On a flwr version other than the verified one, the entry points change nothing in
+    Flower's modules, start no executor, and each logs the one-line notice (Flower's own
+    waits and executor stay)."""
     import time as time_module
 
     from topofl_lib.flower import fast_waits
@@ -304,9 +305,11 @@ def test_fast_waits_adapter_patches_nothing_on_another_version(version, caplog):
         assert fast_waits.adjust_supernode(0.02, 2.0, on_message=lambda: woken.append(1),
                                            version=version) is None
         assert fast_waits.adjust_serverapp(version=version) is False
+        assert fast_waits.start_executor("127.0.0.1:1", "no-such-secret",
+                                         version=version) is None  # nothing forked
     notice = ("topofl fast waits not applied: written for flwr "
               f"{fast_waits.VERIFIED_FLWR}, found flwr {version}; using Flower's own waits")
-    assert [r.getMessage() for r in caplog.records] == [notice, notice]
+    assert [r.getMessage() for r in caplog.records] == [notice] * 3
     after = _flower_internals()
     assert all(a is b for a, b in zip(before, after, strict=True))
     assert after[0] is time_module and woken == []
@@ -405,14 +408,124 @@ def test_node_command_line_refuses_bad_arguments_in_one_line():
     root = str(Path(tf.__file__).resolve().parents[1])
     base = ["--", "--isolation", "process", "--port", "9094", "--superexec-auth-secret-file",
             "s"]
-    for args, message in ((["--task-poll", "0", *base], "need --task-poll > 0, got 0.0"),
+    for args, message in ((["--task-poll", "0", *base],
+                           "need 0.01 <= --task-poll <= 60 (Flower's range), got 0.0"),
                           (["--", "--port", "9094"], "the flower-supernode arguments need "
-                                                     "--isolation process")):
+                                                     "--isolation process"),
+                          (["--fast-waits", *base, "--ssl-certfile", "c"],
+                           "--fast-waits runs an executor that reaches the Runtime API "
+                           "without TLS")):
         out = subprocess.run([sys.executable, "-m", "topofl_lib.flower.node", *args],
                              capture_output=True, text=True, timeout=300,
                              env={**os.environ, "PYTHONPATH": root})
         assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
         assert out.stderr.startswith(f"python -m topofl_lib.flower.node: error: {message}")
+
+
+@needs_flower
+def test_node_uses_only_flowers_console_entry_points():
+    """By default a node runs Flower through its console entry points only: every name
+    node.py imports from flwr is one of the flwr distribution's ``console_scripts``
+    (``flower-supernode``, ``flower-superexec``), and importing node.py imports nothing
+    of flwr. Flower's internals are the opt-in adapter's (fast_waits.py)."""
+    import ast
+    import importlib.metadata
+
+    import topofl_lib.flower.node as node
+
+    scripts = {(ep.module, ep.attr) for ep in importlib.metadata.distribution("flwr")
+               .entry_points if ep.group == "console_scripts"}
+    tree = ast.parse(Path(node.__file__).read_text())
+    imported = set()
+    for stmt in ast.walk(tree):
+        if isinstance(stmt, ast.Import):
+            imported |= {(a.name, None) for a in stmt.names if a.name.split(".")[0] == "flwr"}
+        elif isinstance(stmt, ast.ImportFrom) and (stmt.module or "").split(".")[0] == "flwr":
+            imported |= {(stmt.module, a.name) for a in stmt.names}
+    assert imported == {("flwr.supernode.cli", "flower_supernode"),
+                        ("flwr.supercore.cli", "flower_superexec")}
+    assert imported <= scripts
+    code = ("import sys, topofl_lib.flower.node; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'flwr'))")
+    root = str(Path(tf.__file__).resolve().parents[1])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": root})
+    assert out.stdout.strip() == "[]"
+
+
+def _state(pid: int) -> str:
+    """A process's state letter from /proc (``"X"`` once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "X"
+
+
+def _children(pid: int) -> list[int]:
+    """The pids of the live (not zombie) processes whose parent is ``pid``."""
+    out = []
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):  # ended meanwhile
+            continue
+        if int(fields[1]) == pid and fields[0] not in ("Z", "X"):
+            out.append(int(entry.parent.name))
+    return out
+
+
+@needs_flower
+@pytest.mark.parametrize("options, fake_version", [([], None), (["--fast-waits"], "1.41.0")],
+                         ids=["default", "fast-waits-on-another-flwr"])
+def test_node_runs_flowers_superexec_and_it_stops_with_the_supernode(tmp_path, options,
+                                                                    fake_version):
+    """Without the adapter, and with ``--fast-waits`` on a flwr version other than the
+    adapter's (faked: ``installed_flwr`` answers another), a node's executor is Flower's
+    own SuperExec, its one child besides nothing of the adapter; the adapter says so in
+    one line. When the SuperNode is killed alone, the SuperExec ends too."""
+    from topofl_lib.flower.fast_waits import NOTICE, VERIFIED_FLWR
+    from topofl_lib.flower.security import make_secret
+
+    secret = make_secret(tmp_path / "superexec.secret")
+    with socket.socket() as s1, socket.socket() as s2:  # a port for the Runtime API, and
+        s1.bind(("127.0.0.1", 0))                       # one where no SuperLink listens
+        s2.bind(("127.0.0.1", 0))
+        port, nowhere = s1.getsockname()[1], s2.getsockname()[1]
+    fake = ("import topofl_lib.flower.fast_waits as f; "
+            f"f.installed_flwr = lambda: {fake_version!r}; " if fake_version else "")
+    code = f"import sys; {fake}from topofl_lib.flower.node import main; main(sys.argv[1:])"
+    root = str(Path(tf.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": root, "FLWR_HOME": str(tmp_path / "flwr-home"),
+           "FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1"}
+    log = tmp_path / "node.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, *options, "--", "--superlink",
+             f"127.0.0.1:{nowhere}", "--insecure", "--isolation", "process", "--host",
+             "127.0.0.1", "--port", str(port), "--superexec-auth-secret-file", str(secret)],
+            stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while "Starting Flower SuperExec" not in (text := log.read_text(errors="ignore")):
+            assert proc.poll() is None and time.monotonic() < deadline, text
+            time.sleep(0.1)
+        children = _children(proc.pid)
+        assert len(children) == 1, text  # the SuperExec, and no executor of the adapter
+        notice = NOTICE.format(verified=VERIFIED_FLWR, found=fake_version)
+        assert text.count(notice) == (1 if fake_version else 0)
+        assert "fast waits not applied" not in text.replace(notice, "")
+        proc.kill()  # the SuperNode alone
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while _state(children[0]) not in ("Z", "X"):
+            assert time.monotonic() < deadline, "the SuperExec outlived its SuperNode"
+            time.sleep(0.1)
+    finally:
+        try:
+            os.killpg(proc.pid, 9)
+        except ProcessLookupError:
+            pass
+        proc.wait()
 
 
 def test_cli_rejects_bad_arguments_before_writing(tmp_path, capsys):
@@ -627,6 +740,20 @@ def _notices(fed) -> list[str]:
             if "fast waits not applied" in line]
 
 
+def _executors(fed) -> list[str]:
+    """Which executor ran each node's ClientApps, read from its log: Flower's SuperExec
+    (it logs its start, and each ``flwr-clientapp`` process logs its own) or the adapter's
+    (neither line)."""
+    out = []
+    for log in sorted(fed.workdir.glob("supernode_*.log")):
+        text = log.read_text(errors="ignore")
+        superexec = "Starting Flower SuperExec" in text
+        clientapp = "Start `flwr-clientapp` process" in text
+        out.append("Flower's SuperExec" if superexec and clientapp else
+                   "adapter" if not (superexec or clientapp) else f"unclear ({log.name})")
+    return out
+
+
 @needs_flower
 @pytest.mark.parametrize("method", ["pTopoFL", "FedProx"])
 def test_flower_run_matches_in_process_engine(healthcare_files, secure_federation, method):
@@ -644,6 +771,8 @@ def test_flower_run_matches_in_process_engine(healthcare_files, secure_federatio
     np.testing.assert_allclose(flower_auc, ref.history_["client_auc"][-1], rtol=0, atol=1e-9)
     assert res["rejected"] == [] and all(r["missing"] == [] for r in res["rounds"])
     assert _notices(secure_federation) == []
+    assert _executors(secure_federation) == (
+        ["adapter"] * 8 if secure_federation.fast_waits else ["Flower's SuperExec"] * 8)
     if method == "pTopoFL":
         assert res["labels"] == ref.labels_.tolist()
         np.testing.assert_allclose(res["drift"], ref.drift_, atol=1e-12)  # Eq. 9, tracked
@@ -742,7 +871,9 @@ def test_faults_with_32_supernodes(tmp_path, fast_waits):
     replies. Every round completes with the valid replies, the malformed ones are
     rejected and logged with the node's id, and the restarted node is back (once the
     SuperLink takes the killed one for offline: two heartbeats, 60 s on an unpatched
-    Flower, 20 s with the adapter)."""
+    Flower, 20 s with the adapter). On an unpatched Flower each of the 32 nodes starts
+    a new ``flwr-clientapp`` interpreter per message, all at once on this machine's
+    cores, so a round may take minutes there: its round timeout is longer."""
     from topofl_lib.flower import LocalFederation, write_partitions
 
     sc = tf.make_healthcare(n_clients=32, n_adversarial=8, random_state=0)
@@ -750,12 +881,14 @@ def test_faults_with_32_supernodes(tmp_path, fast_waits):
     faults = {3: {"fault": "nan", "fault-round": 2}, 7: {"fault": "length", "fault-round": 3},
               11: {"fault": "descriptor", "fault-round": 4}}
     rounds, killed_a, killed_b = 7, 5, 20
+    round_timeout, patience = (15.0, 600.0) if fast_waits else (600.0, 1800.0)
     with LocalFederation(paths, tmp_path, node_config=faults, fast_waits=fast_waits) as fed:
         node_ids = {k: fed.wait_node(k, 1) for k in range(32)}
-        proc, path = fed.submit("faults", **{"num-rounds": rounds, "round-timeout": 15.0,
+        proc, path = fed.submit("faults", **{"num-rounds": rounds,
+                                             "round-timeout": round_timeout,
                                              "eval-every": rounds})
 
-        def after_round(r, timeout=600.0):
+        def after_round(r, timeout=patience):
             deadline = time.monotonic() + timeout
             while True:
                 done = json.loads(path.read_text())["rounds"] if path.exists() else []
@@ -773,7 +906,7 @@ def test_faults_with_32_supernodes(tmp_path, fast_waits):
         t_back_a = time.time()
         fed.kill_node(killed_b)
         t_kill_b = time.time()
-        assert proc.wait(timeout=900) == 0
+        assert proc.wait(timeout=1.5 * patience) == 0
     res = json.loads(path.read_text())
     assert res["finished"] and len(res["rounds"]) == rounds
     by_round = {r["round"]: r for r in res["rounds"]}

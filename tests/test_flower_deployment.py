@@ -6,8 +6,9 @@ that address, the two SuperNodes bind their Runtime APIs on 127.0.0.3 and 127.0.
 same port on both) and connect to 127.0.0.2, and the operator's ``flwr`` CLI reaches the
 SuperLink through a connection that trusts only the federation's CA. The commands are
 the README's, in its order; only ``ca.pem`` and the public keys travel between folders.
-Flower runs unpatched (no ``--fast-waits``). Every process started here is stopped at
-the end, also on failure.
+Flower runs unpatched (no ``--fast-waits``): each node's ClientApps run under Flower's
+own SuperExec, one ``flwr-clientapp`` process per message. Every process started here is
+stopped at the end, also on failure.
 """
 
 from __future__ import annotations
@@ -171,4 +172,7 @@ def test_superlink_and_supernodes_on_other_addresses(tmp_path):
     assert sorted(res["rounds"][-1]["scores"]) == ["0", "1"]
     assert len(set(node_ids)) == len(NODES)
     for node, host in zip(nodes, NODES, strict=True):  # each Runtime API on its own address
-        assert f"{host}:{node_port}" in (node.dir / "supernode.log").read_text()
+        log = (node.dir / "supernode.log").read_text()
+        assert f"{host}:{node_port}" in log
+        # Flower's executor: its SuperExec, and a flwr-clientapp process per message
+        assert "Starting Flower SuperExec" in log and "Start `flwr-clientapp` process" in log

@@ -8,9 +8,9 @@ SuperLink (:mod:`~topofl_lib.flower.superlink`) and one SuperNode per client
 :mod:`~topofl_lib.flower.security`, and runs it on an unpatched Flower;
 :mod:`~topofl_lib.flower.polling` holds topofl's own waits (Flower's public API), and
 :mod:`~topofl_lib.flower.fast_waits` the opt-in, version-checked adapter that shortens
-waits inside Flower's modules. :mod:`~topofl_lib.flower.cli` is ``python -m topofl_lib
-flower``. Names are imported on first use, so the ClientApp's process
-imports only the ClientApp.
+waits inside Flower's modules and runs ClientApps from a long-lived executor.
+:mod:`~topofl_lib.flower.cli` is ``python -m topofl_lib flower``. Names are imported on
+first use, so the ClientApp's process imports only the ClientApp.
 """
 
 from .._lazy import attach

@@ -91,8 +91,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                      help="no TLS and no SuperNode authentication (prints a warning)")
     flw.add_argument("--fast-waits", action="store_true",
                      help="opt into the adapter that shortens waits inside Flower's modules "
+                          "and runs ClientApps from a long-lived executor "
                           "(topofl_lib.flower.fast_waits; only on the flwr version it was "
-                          "verified with, else Flower's own waits with a one-line notice)")
+                          "verified with, else Flower's own waits and executor with a "
+                          "one-line notice)")
     flw.set_defaults(flower_prog=flw.prog)
     return flw
 

@@ -87,10 +87,10 @@ def _process_start() -> float:
 def _timing(t_start: float) -> dict:
     """Per-phase timestamps of this message (``timing`` run config).
 
-    ``t-delivered`` is when the node had the message (set by
-    :mod:`~topofl_lib.flower.node`'s executor: when the SuperNode stored it with the
-    fast-waits adapter, else when the executor acquired its task; NaN under another
-    executor).
+    ``t-delivered`` is when the node had the message: when the SuperNode stored it, set
+    by the fast-waits adapter's executor
+    (:func:`~topofl_lib.flower.fast_waits.start_executor`); NaN under Flower's own
+    executor, which does not say.
     """
     return {"t-delivered": float(os.environ.get(RECEIVED_AT, "nan")),
             "t-process": _process_start(), "t-imported": _IMPORTED_AT, "t-start": t_start,

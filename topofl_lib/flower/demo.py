@@ -57,8 +57,8 @@ def flower_demo(method: str = "pTopoFL", rounds: int = 15, seed: int = 0,
         Use TLS and registered SuperNode keys; ``False`` runs the federation insecure.
     fast_waits : bool, default=False
         Opt into the adapter :mod:`~topofl_lib.flower.fast_waits` (shorter waits inside
-        Flower's modules, on the flwr version it was verified with); off, Flower runs
-        unpatched.
+        Flower's modules and a long-lived ClientApp executor, on the flwr version it was
+        verified with); off, Flower runs unpatched with its own executor.
 
     Returns
     -------

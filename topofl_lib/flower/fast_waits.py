@@ -12,8 +12,9 @@ package's internals, so it is
 * **version-gated**: it is written for, and checked against, the internals of
   ``flwr ==`` :data:`VERIFIED_FLWR` (their code is the same as in 1.41.0, for which it
   was first written). With any other installed version every entry point
-  (:func:`adjust_supernode`, :func:`adjust_serverapp`) patches nothing, logs one line
-  (:data:`NOTICE`) and leaves Flower's own waits; :func:`check_version` is the gate.
+  (:func:`adjust_supernode`, :func:`adjust_serverapp`, :func:`start_executor`) changes
+  nothing, logs one line (:data:`NOTICE`) and leaves Flower's own waits and executor;
+  :func:`check_version` is the gate.
 
 What it changes (Flower's value, and here):
 
@@ -33,9 +34,16 @@ SuperNode heartbeat (a crashed node is       30 s       :data:`HEARTBEAT` (Flowe
 offline after two)                                      minimum)
 ===========================================  =========  ===========================
 
-It also tells the node's executor (:mod:`~topofl_lib.flower.node`) the moment a
-message is stored, instead of the executor asking the SuperNode for tasks every
-``--task-poll`` s. The ServerApp's 3 s between two asks for replies needs no patch:
+Flower's own ClientApp executor under ``--isolation process``, the ``flower-superexec``
+that :mod:`~topofl_lib.flower.node` runs by default, asks its SuperNode for tasks every
+second and starts each task in a new ``flwr-clientapp`` interpreter (about 2 s of
+imports). In its place the adapter runs its own long-lived executor
+(:func:`start_executor`), built on Flower's internal Runtime API client and
+``run_clientapp``: the SuperNode wakes it the moment a message is stored (the hook in
+:func:`adjust_supernode`), and it runs each task with ``run_clientapp`` in a process
+forked from it, Flower and the ClientApp already imported, which starts in milliseconds.
+
+The ServerApp's 3 s between two asks for replies needs no patch:
 :class:`~topofl_lib.flower.polling.PollingGrid` (Flower's public Grid API) replaces it
 in both modes.
 """
@@ -43,14 +51,24 @@ in both modes.
 from __future__ import annotations
 
 import functools
+import gc
 import importlib.metadata
 import logging
+import os
+import select
+import signal
+import struct
+import sys
 import time
+import traceback
 from collections.abc import Callable
+
+from .polling import RECEIVED_AT
 
 __all__ = ["BUSY", "HEARTBEAT", "NODE_PULL_BACKOFF", "NODE_PULL_BACKOFF_CAP", "NOTICE",
            "PULL_BACKOFF", "PULL_BACKOFF_CAP", "STEP", "VERIFIED_FLWR", "Pacer",
-           "adjust_serverapp", "adjust_supernode", "check_version", "installed_flwr"]
+           "adjust_serverapp", "adjust_supernode", "check_version", "installed_flwr", "preload",
+           "start_executor"]
 
 #: The flwr release whose internals this adapter was checked against (and patches).
 VERIFIED_FLWR = "1.42.0"
@@ -284,3 +302,140 @@ def adjust_supernode(idle_min: float, idle_max: float,
     fleet_http_connection.HEARTBEAT_DEFAULT_INTERVAL = HEARTBEAT
     heartbeat.HEARTBEAT_DEFAULT_INTERVAL = HEARTBEAT
     return pacer
+
+
+def preload() -> None:
+    """Import, ahead of forking nodes, what the adapter's executor and a SuperNode import
+    only once they run (the zygote of :mod:`~topofl_lib.flower.node` calls it): the
+    ClientApp and Flower's SuperNode app. Only on :data:`VERIFIED_FLWR`; on another
+    version it imports nothing and says nothing (the nodes then run Flower's executor).
+    """
+    if installed_flwr() != VERIFIED_FLWR:
+        return
+    import flwr.supernode.main  # noqa: F401  (the SuperNode's Runtime API app)
+
+    import topofl_lib.flower.client_app  # noqa: F401  (the ClientApp the tasks load)
+
+
+def start_executor(address: str, secret_file: str,
+                   version: str | None = None) -> Callable[[], None] | None:
+    """Fork the adapter's ClientApp executor for the SuperNode of this process.
+
+    The executor (a child of this process) acquires the node's ClientApp tasks from the
+    SuperNode's Runtime API at ``address`` (without TLS; authenticated with the SuperExec
+    secret in ``secret_file``) whenever it is woken, and runs each task with Flower's
+    ``run_clientapp`` in a process forked from it. It ends when this process does. Call
+    this before the SuperNode starts (no threads yet), and pass the returned function as
+    ``on_message`` to :func:`adjust_supernode`.
+
+    Parameters
+    ----------
+    address : str
+        The SuperNode's Runtime API, ``host:port``.
+    secret_file : str
+        The SuperNode's ``--superexec-auth-secret-file``.
+    version : str, optional
+        The flwr version to check (:func:`check_version`); ``None``: the installed one.
+
+    Returns
+    -------
+    callable or None
+        Wakes the executor (no arguments); None (nothing forked, the notice logged) on
+        another flwr version.
+    """
+    if not check_version(version):
+        return None
+    import topofl_lib.flower.client_app  # noqa: F401  (before the fork: tasks inherit it)
+
+    wake_r, wake_w = os.pipe()
+    if os.fork() == 0:
+        os.close(wake_w)
+        code = 1
+        try:
+            _executor(address, secret_file, wake_r)
+            code = 0
+        except BaseException:  # noqa: BLE001 - report anything, then leave
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    os.close(wake_r)
+    os.set_blocking(wake_w, False)
+
+    def wake() -> None:
+        try:
+            os.write(wake_w, struct.pack("d", time.time()))
+        except OSError:  # the executor is gone, or already has a wake-up to read
+            pass
+
+    return wake
+
+
+def _run_task(address: str, token: str) -> None:
+    """Run one ClientApp task with Flower's ``run_clientapp`` (in a forked child)."""
+    from flwr.supernode.runtime.run_clientapp import run_clientapp
+
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    gc.disable()  # a task lives for one message: no garbage worth collecting
+    code = 1
+    try:
+        run_clientapp(runtime_api_address=address, token=token, insecure=True,
+                      certificates=None, parent_pid=os.getppid())
+        code = 0
+    except SystemExit as exit_:  # Flower ends the task with flwr_exit -> sys.exit
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _executor(address: str, secret_file: str, wake_fd: int) -> None:
+    """Acquire the node's ClientApp tasks and run each in a forked child.
+
+    Asks for tasks whenever the SuperNode writes to ``wake_fd`` (the hook of
+    :func:`adjust_supernode`: a message and its objects are stored). Ends when the
+    SuperNode closes its end of the pipe.
+    """
+    import httpx
+    from flwr.proto.runtime_pb2 import AcquireTaskRequest
+    from flwr.supercore.auth import load_superexec_auth_secret
+    from flwr.supercore.constant import TaskType
+    from flwr.supercore.interceptors import (
+        RuntimeVersionHttpInterceptor,
+        SuperExecAuthHttpInterceptor,
+    )
+    from flwr.supercore.runtime import RuntimeHttpClient
+
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    client = RuntimeHttpClient.from_server_address(
+        server_address=address, insecure=True, root_certificates=None,
+        interceptors=[RuntimeVersionHttpInterceptor(component_name="SuperExec"),
+                      SuperExecAuthHttpInterceptor(
+                          master_secret=load_superexec_auth_secret(secret_file),
+                          protected_methods={"/flwr.proto.Runtime/AcquireTask"})])
+    request = AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP.value])
+    while True:
+        select.select([wake_fd], [], [])
+        data = os.read(wake_fd, 4096)
+        if not data:
+            return  # the SuperNode closed its end: it is gone
+        # when the SuperNode stored the latest message (read by the ClientApp's timing)
+        received = struct.unpack_from("d", data, len(data) - 8)[0]
+        failures = 0
+        while True:
+            try:
+                res = client.AcquireTask(request)
+            except httpx.HTTPError:  # the Runtime API is busy or going down: retry a while
+                failures += 1
+                if failures > 50:
+                    break
+                time.sleep(0.1)
+                continue
+            if not (res.HasField("task") and res.token):
+                break
+            os.environ[RECEIVED_AT] = repr(received)
+            if os.fork() == 0:
+                os.close(wake_fd)
+                _run_task(address, res.token)

@@ -16,11 +16,13 @@ client's data file, and submits the Flower App of :mod:`topofl_lib.flower` with
 ``secure=False`` runs everything with ``--insecure`` (plain HTTP; any process that can
 reach the port may join). Flower runs unpatched unless ``fast_waits=True``, which opts
 into the adapter :mod:`~topofl_lib.flower.fast_waits` (shorter waits inside Flower's
-SuperNode and ServerApp, for the flwr version it was verified with). The SuperLink is
-Flower's (:mod:`topofl_lib.flower.superlink` starts it with its imports frozen for the
-garbage collector); each SuperNode is :mod:`topofl_lib.flower.node` (Flower's SuperNode
-with ``--isolation process`` and a long-lived ClientApp executor), forked from one
-process that has imported Flower and the ClientApp once (a zygote). Ports are free ones
+SuperNode and ServerApp and a long-lived ClientApp executor, for the flwr version it was
+verified with). The SuperLink is Flower's (:mod:`topofl_lib.flower.superlink` starts it
+with its imports frozen for the garbage collector); each SuperNode is
+:mod:`topofl_lib.flower.node` (Flower's SuperNode with ``--isolation process`` and
+Flower's SuperExec, which starts a ``flwr-clientapp`` process per message; with the
+adapter, its executor instead), forked from one process that has imported Flower once
+(a zygote). Ports are free ones
 picked at start; all Flower state lives in the federation's work folder (``FLWR_HOME``
 of the SuperLink and CLI, one per SuperNode). Every process it started is stopped on
 :meth:`~LocalFederation.stop`, which the context manager calls also when something
@@ -219,9 +221,10 @@ class LocalFederation:
         from the SuperLink (:mod:`~topofl_lib.flower.node`).
     fast_waits : bool, default=False
         Opt into the adapter :mod:`~topofl_lib.flower.fast_waits`, which shortens waits
-        Flower hard-codes by patching its modules in the SuperNodes and the ServerApp
-        (only on the flwr version it was verified with; on another it changes nothing
-        and logs one line). Off: Flower runs unpatched.
+        Flower hard-codes by patching its modules in the SuperNodes and the ServerApp and
+        runs each node's ClientApps from a long-lived executor instead of Flower's
+        SuperExec (only on the flwr version it was verified with; on another it changes
+        nothing and logs one line). Off: Flower runs unpatched, with its own executor.
     """
 
     def __init__(self, data_paths, workdir, *, secure: bool = True, node_config=None,

@@ -1,37 +1,53 @@
-"""One SuperNode: Flower's SuperNode and a long-lived ClientApp executor.
+"""One SuperNode: Flower's SuperNode and Flower's SuperExec, its ClientApp executor.
 
 ``python -m topofl_lib.flower.node [--fast-waits] [--task-poll S] [--idle-min S]
 [--idle-max S] -- <flower-supernode arguments>`` runs Flower's ``flower-supernode`` with
 ``--isolation process`` (its arguments are passed on unchanged; they must include
-``--isolation process``, ``--port`` and ``--superexec-auth-secret-file``). This is how a
-SuperNode is started on a machine of its own (README, "Across machines") and by
-:class:`~topofl_lib.flower.LocalFederation`, which forks its nodes from ``python -m
-topofl_lib.flower.node --zygote`` (:func:`serve`), a process that has imported all this
-once, so each starts in milliseconds. A node has imported Flower and the ClientApp and
-forks:
+``--isolation process``, ``--port`` and ``--superexec-auth-secret-file``) together with
+the ClientApp executor that ``--isolation process`` expects to be started beside it.
+This is how a SuperNode is started on a machine of its own (README, "Across machines")
+and by :class:`~topofl_lib.flower.LocalFederation`, which forks its nodes from ``python
+-m topofl_lib.flower.node --zygote`` (:func:`serve`), a process that has imported all
+this once, so each starts in milliseconds.
 
-* **the executor** (the child): the role Flower gives ``flower-superexec`` under
-  ``--isolation process``. It acquires the node's ClientApp tasks from the SuperNode's
-  Runtime API (authenticated with the SuperExec secret) and runs each one with Flower's
-  own ``run_clientapp`` in a process forked from it, which starts in milliseconds with
-  Flower and ``topofl_lib`` already imported. ``flower-superexec`` instead starts a new
-  ``flwr-clientapp`` interpreter per message, about 2 s of imports each, and asks for
-  tasks every second; this executor asks every ``--task-poll`` s
-  (:data:`~topofl_lib.flower.polling.TASK_POLL`), or, with ``--fast-waits``, is woken by
-  the SuperNode the moment a message is stored;
-* **the SuperNode** (this process): Flower's ``flower-supernode`` entry point,
-  unchanged. With ``--fast-waits`` (opt-in) the waits Flower hard-codes are shortened by
-  the adapter :func:`~topofl_lib.flower.fast_waits.adjust_supernode` (between two empty
-  pulls from the SuperLink: a few per round, timed by the pace of the run, between
-  ``--idle-min`` and ``--idle-max`` instead of 3 s; reply checks, object-pull retries
-  and the heartbeat as listed there), which wakes the executor through a pipe after
-  each stored message; on a flwr version other than the one the adapter was verified
-  with, it changes nothing, says so in one line, and the executor asks for tasks every
-  ``--task-poll`` s as without it.
+By default both processes are Flower's own, run through Flower's console entry points and
+nothing else of Flower: ``flwr.supernode.cli:flower_supernode`` and
+``flwr.supercore.cli:flower_superexec``, the functions that Flower's ``flower-supernode``
+and ``flower-superexec`` commands call (the flwr distribution's ``console_scripts``; a
+test checks that this module imports no other ``flwr`` name):
+
+* **the SuperNode** (this process): ``flower-supernode`` with the arguments given;
+* **Flower's SuperExec** (a child forked before the SuperNode starts): ``flower-superexec
+  --runtime-api-address HOST:PORT --insecure --superexec-auth-secret-file FILE
+  --parent-pid PID``, pointed at the SuperNode's Runtime API (its ``--host`` and
+  ``--port``; a Runtime API served over TLS, ``--ssl-ca-certfile`` given, is trusted with
+  ``--root-certificates`` instead of ``--insecure``) and authenticated with the node's
+  SuperExec secret. It is the command's own code, run in a fork rather than a new
+  interpreter, which would import Flower again (about 2 s per node). It asks the
+  SuperNode for ClientApp tasks every second (Flower's default; ``--task-poll`` sets
+  Flower's ``FLWR_SUPEREXEC_TASK_POLL_INTERVAL`` for it) and runs each task in a new
+  ``flwr-clientapp`` process, a fresh interpreter that imports Flower and the ClientApp
+  (about 2 s on an idle core; the nodes of a machine start theirs at the same moment).
+
+With ``--fast-waits`` (opt-in) the adapter :mod:`~topofl_lib.flower.fast_waits` takes
+over, on the flwr version it was verified with only: it shortens the waits Flower
+hard-codes in the SuperNode (:func:`~topofl_lib.flower.fast_waits.adjust_supernode`:
+between two empty pulls from the SuperLink a few per round, timed by the pace of the run,
+between ``--idle-min`` and ``--idle-max`` instead of 3 s; reply checks, object-pull
+retries and the heartbeat as listed there) and runs its own long-lived executor in place
+of Flower's SuperExec (:func:`~topofl_lib.flower.fast_waits.start_executor`: woken by the
+SuperNode the moment a message is stored, it runs each task with Flower's
+``run_clientapp`` in a process forked from it, Flower and the ClientApp already imported,
+in milliseconds). Both reach into Flower's internal modules. On any other flwr version
+the adapter changes nothing, says so in one line, and the node runs Flower's SuperExec as
+without ``--fast-waits``.
 
 Every process of the node is in the node's process group, so one signal to the group
-stops the node, its executor and any ClientApp still running; the executor also stops
-when the SuperNode is gone.
+stops the SuperNode, its executor and any ClientApp still running. The executor also
+stops when the SuperNode is gone: Flower's SuperExec through its ``--parent-pid`` and, as
+the SuperNode's forked child, through the signal the kernel sends it when the SuperNode
+exits (``PR_SET_PDEATHSIG``; ``--parent-pid`` alone waits for the ended SuperNode to be
+reaped); the adapter's executor when the SuperNode's end of its pipe closes.
 """
 
 from __future__ import annotations
@@ -41,88 +57,70 @@ import ctypes
 import gc
 import json
 import os
-import select
 import signal
-import struct
 import sys
 import threading
-import time
 import traceback
 
-from .polling import RECEIVED_AT, TASK_POLL
+__all__ = ["SUPEREXEC_TASK_POLL", "main"]
 
-__all__ = ["RECEIVED_AT", "main"]
+#: Flower's environment variable for the seconds between two asks of its SuperExec for
+#: tasks (``flower-superexec`` reads it; 1 s by default, 0.01 to 60 s).
+SUPEREXEC_TASK_POLL = "FLWR_SUPEREXEC_TASK_POLL_INTERVAL"
 
 
-def _run_task(address: str, token: str) -> None:
-    """Run one ClientApp task with Flower's ``run_clientapp`` (in a forked child)."""
-    from flwr.supernode.runtime.run_clientapp import run_clientapp
+def _entry_points():
+    """Flower's ``flower-supernode`` and ``flower-superexec`` console entry points (the
+    flwr distribution's ``console_scripts``), imported, not yet called."""
+    from flwr.supercore.cli import flower_superexec
+    from flwr.supernode.cli import flower_supernode
 
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    gc.disable()  # a task lives for one message: no garbage worth collecting
+    return flower_supernode, flower_superexec
+
+
+def _runtime_address(host: str, port: int) -> str:
+    """Where an executor on this machine reaches a Runtime API bound to ``host:port``."""
+    host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _superexec_args(opts, supernode: int) -> list[str]:
+    """The ``flower-superexec`` arguments for the SuperNode whose options are ``opts``."""
+    tls = (["--root-certificates", opts.ssl_ca_certfile] if opts.ssl_ca_certfile
+           else ["--insecure"])
+    return ["--runtime-api-address", _runtime_address(opts.host, opts.port), *tls,
+            "--superexec-auth-secret-file", opts.superexec_auth_secret_file,
+            "--parent-pid", str(supernode)]
+
+
+def _start_superexec(flower_superexec, args: list[str], task_poll: float | None) -> int:
+    """Fork Flower's SuperExec (``flower-superexec args``) as a child of this process,
+    the SuperNode's; returns its pid."""
+    supernode = os.getpid()
+    pid = os.fork()
+    if pid:
+        return pid
     code = 1
     try:
-        run_clientapp(runtime_api_address=address, token=token, insecure=True,
-                      certificates=None, parent_pid=os.getppid())
+        _die_with_parent(signal.SIGTERM)
+        if os.getppid() == supernode:  # else the SuperNode was gone before the line above
+            if task_poll is not None:
+                os.environ[SUPEREXEC_TASK_POLL] = repr(task_poll)
+            # it starts each task as `flwr-clientapp`: the one of this interpreter's
+            # environment comes first
+            os.environ["PATH"] = os.pathsep.join(
+                p for p in (os.path.dirname(sys.executable), os.environ.get("PATH")) if p)
+            sys.argv = ["flower-superexec", *args]
+            flower_superexec()
         code = 0
-    except SystemExit as exit_:  # Flower ends the task with flwr_exit -> sys.exit
-        code = exit_.code if isinstance(exit_.code, int) else 1
+    except SystemExit as exit_:  # Flower ends it with flwr_exit / sys.exit
+        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+    except BaseException:  # noqa: BLE001 - report anything, then leave
+        traceback.print_exc()
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
-
-
-def _executor(address: str, secret_file: str, wake_fd: int, poll: float | None) -> None:
-    """Acquire the node's ClientApp tasks and run each in a forked child.
-
-    Asks for tasks whenever the SuperNode writes to ``wake_fd`` (the adapter's hook: the
-    message and its objects are stored), and also every ``poll`` s unless ``poll`` is
-    None. Ends when the SuperNode closes its end of the pipe.
-    """
-    import httpx
-    from flwr.proto.runtime_pb2 import AcquireTaskRequest
-    from flwr.supercore.auth import load_superexec_auth_secret
-    from flwr.supercore.constant import TaskType
-    from flwr.supercore.interceptors import (
-        RuntimeVersionHttpInterceptor,
-        SuperExecAuthHttpInterceptor,
-    )
-    from flwr.supercore.runtime import RuntimeHttpClient
-
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
-    client = RuntimeHttpClient.from_server_address(
-        server_address=address, insecure=True, root_certificates=None,
-        interceptors=[RuntimeVersionHttpInterceptor(component_name="SuperExec"),
-                      SuperExecAuthHttpInterceptor(
-                          master_secret=load_superexec_auth_secret(secret_file),
-                          protected_methods={"/flwr.proto.Runtime/AcquireTask"})])
-    request = AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP.value])
-    while True:
-        if select.select([wake_fd], [], [], poll)[0]:
-            data = os.read(wake_fd, 4096)
-            if not data:
-                return  # the SuperNode closed its end: it is gone
-            # when the SuperNode stored the latest message (read by the ClientApp's timing)
-            received = struct.unpack_from("d", data, len(data) - 8)[0]
-        else:
-            received = None  # a poll: the task's message came at most `poll` s ago
-        failures = 0
-        while True:
-            try:
-                res = client.AcquireTask(request)
-            except httpx.HTTPError:  # the Runtime API is busy or going down: retry a while
-                failures += 1
-                if failures > 50:
-                    break
-                time.sleep(0.1)
-                continue
-            if not (res.HasField("task") and res.token):
-                break
-            os.environ[RECEIVED_AT] = repr(time.time() if received is None else received)
-            if os.fork() == 0:
-                os.close(wake_fd)
-                _run_task(address, res.token)
 
 
 def _parse(argv):
@@ -131,11 +129,14 @@ def _parse(argv):
     parser = OneLineArgumentParser(prog="python -m topofl_lib.flower.node",
                                    description=__doc__.splitlines()[0])
     parser.add_argument("--fast-waits", action="store_true",
-                        help="shorten Flower's hard-coded waits in this SuperNode (the "
-                             "opt-in adapter topofl_lib.flower.fast_waits; only on the flwr "
-                             "version it was verified with)")
-    parser.add_argument("--task-poll", type=float, default=TASK_POLL,
-                        help="seconds between two asks of the executor for ClientApp tasks")
+                        help="opt in to the adapter topofl_lib.flower.fast_waits: shorter "
+                             "waits in this SuperNode and a long-lived ClientApp executor in "
+                             "place of Flower's SuperExec (only on the flwr version it was "
+                             "verified with; Flower's own otherwise)")
+    parser.add_argument("--task-poll", type=float, default=None,
+                        help="seconds between two asks of Flower's SuperExec for ClientApp "
+                             f"tasks (sets {SUPEREXEC_TASK_POLL} for it; default: Flower's, "
+                             "1 s)")
     parser.add_argument("--idle-min", type=float, default=0.02,
                         help="with --fast-waits: first wait (s) between two empty pulls "
                              "after a message")
@@ -147,68 +148,48 @@ def _parse(argv):
     sn = args.supernode_args[1:] if args.supernode_args[:1] == ["--"] else args.supernode_args
     known = argparse.ArgumentParser(add_help=False)
     known.add_argument("--isolation")
-    known.add_argument("--host", default="127.0.0.1")
+    known.add_argument("--host", default="127.0.0.1")  # flower-supernode's defaults
     known.add_argument("--port", type=int)
     known.add_argument("--superexec-auth-secret-file")
+    known.add_argument("--ssl-certfile")
+    known.add_argument("--ssl-ca-certfile")
     opts, _ = known.parse_known_args(sn)
     if opts.isolation != "process" or opts.port is None or not opts.superexec_auth_secret_file:
         parser.error("the flower-supernode arguments need --isolation process, --port and "
                      "--superexec-auth-secret-file")
-    if not args.task_poll > 0:
-        parser.error(f"need --task-poll > 0, got {args.task_poll}")
+    if args.task_poll is not None and not 0.01 <= args.task_poll <= 60:
+        parser.error(f"need 0.01 <= --task-poll <= 60 (Flower's range), got {args.task_poll}")
     if not 0 < args.idle_min <= args.idle_max:
         parser.error(f"need 0 < --idle-min <= --idle-max, got {args.idle_min}, {args.idle_max}")
-    return args, sn, f"{opts.host}:{opts.port}", opts.superexec_auth_secret_file
-
-
-def _preload():
-    """Import what a node runs (Flower's SuperNode and ClientApp runtime, the ClientApp);
-    returns Flower's ``flower-supernode`` entry point."""
-    import flwr.supernode.main  # noqa: F401  (the SuperNode's Runtime API app)
-    import flwr.supernode.runtime.run_clientapp  # noqa: F401
-    from flwr.supernode.cli.flower_supernode import flower_supernode
-
-    import topofl_lib.flower.client_app  # noqa: F401  (the ClientApp the tasks load)
-
-    return flower_supernode
+    if args.fast_waits and opts.ssl_certfile:
+        parser.error("--fast-waits runs an executor that reaches the Runtime API without "
+                     "TLS: leave out --ssl-certfile, or --fast-waits")
+    return args, sn, opts
 
 
 def main(argv=None) -> None:
     """Run one node in this process (see the module docstring)."""
-    args, sn_args, address, secret_file = _parse(argv)
-    flower_supernode = _preload()  # before forking: the executor and tasks inherit it
-    adjust = None
+    args, sn_args, opts = _parse(argv)
+    flower_supernode, flower_superexec = _entry_points()
+    wake = None
     if args.fast_waits:
         from . import fast_waits
 
-        # the version gate runs before the fork: the executor learns whether it is woken
-        adjust = fast_waits.adjust_supernode if fast_waits.check_version() else None
-    wake_r, wake_w = os.pipe()
-    if os.fork() == 0:
-        os.close(wake_w)
-        try:
-            _executor(address, secret_file, wake_r, None if adjust else args.task_poll)
-        finally:
-            os._exit(0)
-    os.close(wake_r)
-    os.set_blocking(wake_w, False)
-
-    def wake() -> None:
-        try:
-            os.write(wake_w, struct.pack("d", time.time()))
-        except OSError:  # the executor is gone
-            pass
-
-    if adjust is not None:
-        adjust(args.idle_min, args.idle_max, on_message=wake)
+        # checks the version (one line on another, then None) and forks its executor
+        wake = fast_waits.start_executor(_runtime_address(opts.host, opts.port),
+                                         opts.superexec_auth_secret_file)
+        if wake is not None:
+            fast_waits.adjust_supernode(args.idle_min, args.idle_max, on_message=wake)
+    if wake is None:  # Flower's own executor
+        _start_superexec(flower_superexec, _superexec_args(opts, os.getpid()), args.task_poll)
     sys.argv = ["flower-supernode", *sn_args]
     flower_supernode()
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this process when its parent (the zygote) dies."""
+def _die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """Ask Linux to send this process ``sig`` when its parent dies (PR_SET_PDEATHSIG)."""
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        ctypes.CDLL(None, use_errno=True).prctl(1, sig)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):  # pragma: no cover - not Linux
         pass
 
@@ -248,7 +229,10 @@ def serve() -> None:
     until its owner has stopped signalling it. At the end of stdin every node still
     running is killed with its group and reaped. Nodes die with the zygote.
     """
-    _preload()
+    from . import fast_waits
+
+    _entry_points()
+    fast_waits.preload()  # what its executor runs; nothing on another flwr version
     if threading.active_count() != 1:  # forking with threads would copy held locks
         raise RuntimeError("the zygote must not run threads before forking")
     # The imports never become garbage: keep the collector off them in every node (a

@@ -3,13 +3,10 @@
 * :class:`PollingGrid` wraps the ServerApp's Grid (``flwr.serverapp.Grid``: its public
   ``push_messages`` and ``pull_messages``) and asks for replies every ``poll-interval``
   s (run config, 0.1 s) where Flower's ``send_and_receive`` waits 3 s between two asks.
-* :data:`TASK_POLL`: how often a node's executor (:mod:`~topofl_lib.flower.node`) asks
-  its SuperNode for ClientApp tasks when it is not told of each message (without the
-  opt-in adapter :mod:`~topofl_lib.flower.fast_waits`); Flower's own SuperExec asks
-  every second (``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``). An ask costs the node about
-  4 ms of CPU, so 0.5 s keeps an idle node near 1% of a core.
 * :data:`RECEIVED_AT`: the environment variable with the time a ClientApp task's
-  message reached its node (set by the executor, read by the ClientApp's timing).
+  message reached its node (set by the opt-in adapter's executor,
+  :func:`~topofl_lib.flower.fast_waits.start_executor`; read by the ClientApp's timing,
+  which records NaN under Flower's own executor).
 
 This is the leaf module of the app: the ClientApp, the ServerApp and the node import
 from it, not from each other.
@@ -19,13 +16,11 @@ from __future__ import annotations
 
 import time
 
-__all__ = ["RECEIVED_AT", "TASK_POLL", "PollingGrid"]
+__all__ = ["RECEIVED_AT", "PollingGrid"]
 
 #: Environment variable with the time the node had the message a task runs: when the
-#: SuperNode stored it (with the adapter), else when the executor acquired its task.
+#: SuperNode stored it (set by the adapter's executor; unset under Flower's SuperExec).
 RECEIVED_AT = "TOPOFL_FLOWER_RECEIVED_AT"
-#: Seconds between two asks of a node's executor for ClientApp tasks (without the adapter).
-TASK_POLL = 0.5
 
 
 class PollingGrid:
