@@ -1,0 +1,91 @@
+"""Compute the fedtopo notebook's paper-profile runs into the run store, seeds first.
+
+``reproduce --profile paper --only fedtopo`` computes whatever the store lacks, in the
+notebook's order: every seed of one section before the next section. On a machine where
+the whole is more than a sitting (about 35 CPU-hours: issue 27), this script computes
+the same runs (the same configurations, so the same keys: the notebook then reuses them)
+in a different order, so that every cell has some seeds before any has all of them:
+the N-skew readings, Table 1's four partitions (with the L-skew variants) and Table 4's
+two settings for seeds 0-2, then the same for seeds 3-4. A run already stored is
+skipped; stop it at any time and start it again::
+
+    nice -n 19 .venv/bin/python scripts/fill_fedtopo_store.py --workers 2
+
+It reads the paper profile's parameters from ``topofl_lib.notebook_params`` (the
+notebook's), and the adaptive schedules' loss range from the stored one-round pilot run
+as the notebook does (it computes the pilot when missing). The runs that keep a model
+(the pilot, Figure 4's run, the schedules' first seed) and TGBS are left to the notebook.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+STORE = Path(__file__).resolve().parents[1] / "runs" / "fedtopo" / "paper"
+SEED_GROUPS = ([0, 1, 2], [3, 4])
+
+
+def _parse(argv):
+    from topofl_lib._validation import OneLineArgumentParser
+
+    parser = OneLineArgumentParser(prog="scripts/fill_fedtopo_store.py",
+                                   description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=2, help="runs at once (default 2)")
+    parser.add_argument("--store", type=Path, default=STORE,
+                        help=f"the run store (default {STORE})")
+    args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error(f"--workers must be >= 1, got {args.workers}")
+    if not args.store.resolve().is_dir():
+        parser.error(f"--store {args.store} is not a folder")
+    return args
+
+
+def main(argv=None) -> int:
+    """Compute the missing runs, seed group by seed group."""
+    args = _parse(argv)
+    from topofl_lib.deep import deep_variants, load_image_dataset
+    from topofl_lib.fedtopo import calibrate_loss_range
+    from topofl_lib.notebook_params import notebook_parameters
+    from topofl_lib.runner import run_comparison
+    from topofl_lib.studies.fedtopo import NSKEW_READINGS, TABLE4_SETTINGS, table1_variants
+
+    p = {"profile": "paper", "output_dir": "build/fill_fedtopo", "n_workers": args.workers}
+    notebook_parameters("fedtopo", p)
+    store = str(args.store.resolve())
+    data = load_image_dataset("fashion_mnist", n_train=p["n_train"], n_test=p["n_test"],
+                              random_state=0)
+    tal = {"tal_every": p["tal_every"], "tal_samples": p["tal_samples"]}
+    epochs = p["local_epochs"]
+    pilot = run_comparison(
+        "image", seeds=[0], n_rounds=1, keep_models=True, cache_dir=store,
+        scenario_params={"dataset": data, "partition": "L", "n_clients": 5},
+        variants=deep_variants(["FedTopo[warmup]"], local_epochs=epochs, fedtopo=tal),
+    ).models[("FedTopo[warmup]", 0)]
+    schedule = {"loss_range": calibrate_loss_range(pilot.tal_log_)}
+
+    def run(title, seeds, variants, n_rounds=p["n_rounds"], **scenario):
+        print(f"{title}, seeds {seeds}", flush=True)
+        run_comparison("image", seeds=seeds, n_rounds=n_rounds, variants=variants,
+                       scenario_params={"dataset": data, "n_clients": 5, **scenario},
+                       cache_dir=store, n_workers=args.workers, on_divergence="record")
+
+    pair = deep_variants(["FedAvg", "FedTopo"], local_epochs=epochs, fedtopo=tal,
+                         schedule=schedule)
+    schedules = deep_variants([f"FedTopo[{s}]" for s in p["schedules"]],
+                              local_epochs=epochs, fedtopo=tal, schedule=schedule)
+    for seeds in SEED_GROUPS:
+        for reading, (options, rounds) in NSKEW_READINGS.items():
+            run(f"N-skew reading {reading}", seeds, pair, rounds or p["n_rounds"],
+                partition="N", **options)
+        for part in p["partitions"]:
+            run(f"Table 1, {part}-skew", seeds,
+                table1_variants(part, p["methods"], epochs, tal, schedule), partition=part)
+        for setting, params in TABLE4_SETTINGS.items():
+            run(f"Table 4, setting {setting}", seeds, schedules, **params)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
