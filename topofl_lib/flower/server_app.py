@@ -2,6 +2,9 @@
 
 Round 0: the server sends every SuperNode a ``query`` and receives its partition id,
 size, number of features and model width, and for pTopoFL its descriptor (MetricRecord).
+Every client must answer it, within ``query-timeout`` (600 s by default: it includes each
+node's first install of the app and its descriptor, all nodes of a machine at once; a
+shorter wait could only turn a slow start into a failed run).
 pTopoFL then runs its round-0 server step with
 :func:`topofl_lib.federated.aggregation.server_state`: clusters (average linkage on the
 l2 distance of normalised descriptors), Eq. 8 trust, Eq. 6 weights.
@@ -88,13 +91,16 @@ class TopoflStrategy(FedAvg):
     client_config : dict
         Run-config entries sent to the clients with every message.
     timeout : float
-        Seconds to wait for the replies of a query.
+        Seconds to wait for the replies of a round (``round-timeout``).
     min_nodes : int
         Fewest valid replies a round aggregates.
     eval_every, num_rounds : int
         Clients evaluate every ``eval_every`` rounds and after the last one.
     results_path : str
         Where :meth:`save` writes the results (after every round and at the end).
+    query_timeout : float, optional
+        Seconds round 0 waits for every client's answer (``query-timeout``); ``None``:
+        ``timeout``.
 
     Attributes
     ----------
@@ -117,13 +123,14 @@ class TopoflStrategy(FedAvg):
 
     def __init__(self, method: str, n_clusters: int, beta: float, tau: float,
                  client_config: dict, timeout: float, min_nodes: int, eval_every: int = 1,
-                 num_rounds: int = 1, results_path: str = ""):
+                 num_rounds: int = 1, results_path: str = "", query_timeout: float | None = None):
         super().__init__(fraction_train=1.0, fraction_evaluate=1.0,
                          min_train_nodes=min_nodes, min_evaluate_nodes=min_nodes,
                          min_available_nodes=min_nodes)
         self.method, self.n_clusters, self.beta, self.tau = method, n_clusters, beta, tau
         self.client_config = dict(client_config)
         self.timeout = timeout
+        self.query_timeout = timeout if query_timeout is None else query_timeout
         self.eval_every, self.num_rounds = eval_every, num_rounds
         self.min_nodes = min_nodes
         self.results_path = str(results_path)
@@ -221,7 +228,8 @@ class TopoflStrategy(FedAvg):
     def _config(self, **extra) -> ConfigRecord:
         return ConfigRecord({**self.client_config, **extra})
 
-    def identify(self, grid: Grid, nodes, server_round: int = 0) -> list[Message]:
+    def identify(self, grid: Grid, nodes, server_round: int = 0,
+                 timeout: float | None = None) -> list[Message]:
         """Ask ``nodes`` for their partition id, size, width and (pTopoFL) descriptor.
 
         Parameters
@@ -232,6 +240,8 @@ class TopoflStrategy(FedAvg):
             Node ids to ask.
         server_round : int, default=0
             Round recorded with any rejected reply.
+        timeout : float, optional
+            Seconds to wait for the replies; ``None``: the round timeout.
 
         Returns
         -------
@@ -242,7 +252,8 @@ class TopoflStrategy(FedAvg):
         msgs = [Message(RecordDict({"config": self._config()}), message_type=MessageType.QUERY,
                         dst_node_id=n) for n in nodes]
         valid = []
-        for r in grid.send_and_receive(msgs, timeout=self.timeout):
+        wait = self.timeout if timeout is None else timeout
+        for r in grid.send_and_receive(msgs, timeout=wait):
             if r.has_error():
                 continue
             reason = self._query_error(r)
@@ -258,8 +269,9 @@ class TopoflStrategy(FedAvg):
         return valid
 
     def round_zero(self, grid: Grid) -> None:
-        """Query every node; pTopoFL clusters the clients on their descriptors."""
-        replies = self.identify(grid, list(grid.get_node_ids()))
+        """Query every node, waiting up to ``query_timeout``; pTopoFL clusters the clients
+        on their descriptors."""
+        replies = self.identify(grid, list(grid.get_node_ids()), timeout=self.query_timeout)
         K = len(self.sizes_)
         if K == 0 or sorted(self.sizes_) != list(range(K)):
             raise RuntimeError(f"round 0: the clients that answered have partition ids "
@@ -501,7 +513,8 @@ def main(grid: Grid, context: Context) -> None:
     strategy = TopoflStrategy(method, int(cfg["n-clusters"]), float(cfg["beta"]),
                               float(cfg["tau"]), client_config, float(cfg["round-timeout"]),
                               int(cfg["min-nodes"]), int(cfg["eval-every"]),
-                              int(cfg["num-rounds"]), str(cfg["results-path"]))
+                              int(cfg["num-rounds"]), str(cfg["results-path"]),
+                              query_timeout=float(cfg["query-timeout"]))
     if bool(cfg["fast-waits"]):  # opt-in: patches Flower's Grid in this process
         from .fast_waits import adjust_serverapp
 
