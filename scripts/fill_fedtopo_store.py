@@ -5,8 +5,9 @@ notebook's order: every seed of one section before the next section. On a machin
 the whole is more than a sitting (about 35 CPU-hours: issue 27), this script computes
 the same runs (the same configurations, so the same keys: the notebook then reuses them)
 in a different order, so that every cell has some seeds before any has all of them:
-the N-skew readings, Table 1's four partitions (with the L-skew variants) and Table 4's
-two settings for seeds 0-2, then the same for seeds 3-4. A run already stored is
+the N-skew readings, Table 1's four partitions (with the L-skew variants), Table 4's
+two settings and the N-skew hyperparameter probes of FedFM and FedAvgM for seeds 0-2,
+then the same for seeds 3-4. A run already stored is
 skipped; stop it at any time and start it again::
 
     nice -n 19 .venv/bin/python scripts/fill_fedtopo_store.py --workers 2
@@ -45,11 +46,16 @@ def _parse(argv):
 def main(argv=None) -> int:
     """Compute the missing runs, seed group by seed group."""
     args = _parse(argv)
-    from topofl_lib.deep import deep_variants, load_image_dataset
+    from topofl_lib.deep import deep_variants, load_image_dataset, sweep_variants
     from topofl_lib.fedtopo import calibrate_loss_range
     from topofl_lib.notebook_params import notebook_parameters
     from topofl_lib.runner import run_comparison
-    from topofl_lib.studies.fedtopo import NSKEW_READINGS, TABLE4_SETTINGS, table1_variants
+    from topofl_lib.studies.fedtopo import (
+        HYPERPARAMETER_PROBES,
+        NSKEW_READINGS,
+        TABLE4_SETTINGS,
+        table1_variants,
+    )
 
     p = {"profile": "paper", "output_dir": "build/fill_fedtopo", "n_workers": args.workers}
     notebook_parameters("fedtopo", p)
@@ -84,6 +90,9 @@ def main(argv=None) -> int:
                 table1_variants(part, p["methods"], epochs, tal, schedule), partition=part)
         for setting, params in TABLE4_SETTINGS.items():
             run(f"Table 4, setting {setting}", seeds, schedules, **params)
+        for label, (param, values) in HYPERPARAMETER_PROBES.items():
+            run(f"{label}, {param} in {values}, N-skew", seeds,
+                sweep_variants(label, param, values, local_epochs=epochs), partition="N")
     return 0
 
 

@@ -11,7 +11,13 @@ import pytest
 
 from topofl_lib import storage
 from topofl_lib.claim_keys import METHOD_KEYS
-from topofl_lib.deep import ImageDataset, TorchModel, deep_variants, make_image_scenario
+from topofl_lib.deep import (
+    ImageDataset,
+    TorchModel,
+    deep_variants,
+    make_image_scenario,
+    sweep_variants,
+)
 from topofl_lib.federated import make_method
 from topofl_lib.federated.fednova import momentum_normaliser
 from topofl_lib.runner.tasks import slim
@@ -187,3 +193,25 @@ def test_deep_variants_and_claim_keys(name):
     assert params["lr"] == 0.01 and params["batch_size"] == 32
     assert params["local_epochs"] == 5 and params["model"].momentum == 0.9
     assert METHOD_KEYS[name] == name.lower()
+
+
+def test_sweep_variants_change_one_parameter_of_the_label():
+    base_method, base = deep_variants(["FedAvgM"], local_epochs=2)["FedAvgM"]
+    sweep = sweep_variants("FedAvgM", "server_momentum", [0.0, 0.5], local_epochs=2)
+    assert list(sweep) == ["FedAvgM[server_momentum=0.0]", "FedAvgM[server_momentum=0.5]"]
+    for value, (method, params) in zip([0.0, 0.5], sweep.values(), strict=True):
+        assert method == base_method
+        assert params["server_momentum"] == value
+        assert {k: v for k, v in params.items() if k not in ("server_momentum", "model")} == {
+            k: v for k, v in base.items() if k not in ("server_momentum", "model")}
+        assert repr(params["model"]) == repr(base["model"])
+
+
+@pytest.mark.parametrize(("param", "values", "message"), [
+    ("momentum", [0.5], "param='momentum' is not a parameter of FedAvgM"),
+    ("server_momentum", [], "values must be non-empty and distinct, got \\[\\]"),
+    ("server_momentum", [0.5, 0.5], "values must be non-empty and distinct"),
+])
+def test_sweep_variants_refuse_unknown_parameters_and_repeated_values(param, values, message):
+    with pytest.raises(ValueError, match=message):
+        sweep_variants("FedAvgM", param, values)

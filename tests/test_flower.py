@@ -454,6 +454,31 @@ def test_node_uses_only_flowers_console_entry_points():
     assert out.stdout.strip() == "[]"
 
 
+def _raise(exc):
+    raise exc
+
+
+@pytest.mark.parametrize(("work", "status", "traceback"), [
+    (lambda: None, 0, False),
+    (lambda: _raise(SystemExit(3)), 3, False),
+    (lambda: _raise(SystemExit(None)), 0, False),
+    (lambda: _raise(SystemExit("a message")), 1, False),
+    (lambda: _raise(ValueError("boom in the child")), 1, True),
+])
+def test_finish_child_ends_a_fork_with_the_status_of_its_work(capfd, work, status, traceback):
+    """Every forked process of the deployment ends through ``finish_child``: the work's
+    status (``sys.exit``'s as the interpreter maps it), a printed traceback for any other
+    exception, and never a return into the parent's code."""
+    from topofl_lib.flower.forking import finish_child
+
+    pid = os.fork()
+    if pid == 0:
+        finish_child(work)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == status
+    err = capfd.readouterr().err
+    assert ("Traceback" in err and "ValueError: boom in the child" in err) == traceback
+
+
 def _state(pid: int) -> str:
     """A process's state letter from /proc (``"X"`` once it is gone)."""
     try:

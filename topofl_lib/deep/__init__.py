@@ -42,13 +42,14 @@ __all__ = [
     "noise_levels",
     "partition_indices",
     "resolve_device",
+    "sweep_variants",
     "writer_partition",
 ]
 
 __getattr__, __dir__ = attach(__name__, {
     ".datasets": ["DATASETS", "FASHION_MNIST_DIR", "FILE_DATASETS", "ImageDataset",
                   "OFFLINE_DATASETS", "load_image_dataset"],
-    ".experiments": ["DEEP_LABELS", "deep_variants"],
+    ".experiments": ["DEEP_LABELS", "deep_variants", "sweep_variants"],
     ".learner": ["TorchLearner", "TorchModel", "resolve_device"],
     ".models": ["MODELS", "BlockNet", "make_model"],
     ".partitions": ["COMBINED", "PARTITIONS", "label_distribution", "noise_levels",

@@ -52,7 +52,7 @@ from .learner import TorchModel
 #: The block FedTopo aligns unless told otherwise.
 _FEDTOPO_BLOCK = inspect.signature(FedTopo).parameters["block"].default
 
-__all__ = ["DEEP_LABELS", "deep_variants"]
+__all__ = ["DEEP_LABELS", "deep_variants", "sweep_variants"]
 
 #: FedTopo Table 1's aggregation baselines: label -> their own parameters (FedTopo gives
 #: none; see their modules).
@@ -151,3 +151,39 @@ def deep_variants(labels, architecture: str = "fmnist_cnn", lr: float = 0.01,
             raise ValueError(f"unknown method label {label!r}; expected one of "
                              f"{list(DEEP_LABELS)}")
     return out
+
+
+def sweep_variants(label: str, param: str, values, **protocol) -> dict:
+    """One method of :func:`deep_variants` with one of its parameters set to each value.
+
+    Parameters
+    ----------
+    label : str
+        A label of :func:`deep_variants` (``"FedFM"``).
+    param : str
+        A parameter of that label's method (``"lam"``).
+    values : sequence
+        The values to run, in order; none may repeat.
+    **protocol
+        Passed to :func:`deep_variants` (``local_epochs``...).
+
+    Returns
+    -------
+    dict
+        ``{"<label>[<param>=<value>]": (method name, params)}``; the other parameters are
+        the label's own.
+
+    Examples
+    --------
+    >>> list(sweep_variants("FedFM", "lam", [5.0, 50.0], local_epochs=1))
+    ['FedFM[lam=5.0]', 'FedFM[lam=50.0]']
+    """
+    from ..federated.methods import get_method  # registers the built-in methods
+
+    method, params = deep_variants([label], **protocol)[label]
+    if param not in inspect.signature(get_method(method)).parameters:
+        raise ValueError(f"param={param!r} is not a parameter of {method} (label {label!r})")
+    values = list(values)
+    if not values or len(set(map(repr, values))) != len(values):
+        raise ValueError(f"values must be non-empty and distinct, got {values!r}")
+    return {f"{label}[{param}={v!r}]": (method, {**params, param: v}) for v in values}

@@ -58,11 +58,10 @@ import os
 import select
 import signal
 import struct
-import sys
 import time
-import traceback
 from collections.abc import Callable
 
+from .forking import finish_child
 from .polling import RECEIVED_AT
 
 __all__ = ["BUSY", "HEARTBEAT", "NODE_PULL_BACKOFF", "NODE_PULL_BACKOFF_CAP", "NOTICE",
@@ -350,16 +349,7 @@ def start_executor(address: str, secret_file: str,
     wake_r, wake_w = os.pipe()
     if os.fork() == 0:
         os.close(wake_w)
-        code = 1
-        try:
-            _executor(address, secret_file, wake_r)
-            code = 0
-        except BaseException:  # noqa: BLE001 - report anything, then leave
-            traceback.print_exc()
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
+        finish_child(_executor, address, secret_file, wake_r)
     os.close(wake_r)
     os.set_blocking(wake_w, False)
 
@@ -373,22 +363,15 @@ def start_executor(address: str, secret_file: str,
 
 
 def _run_task(address: str, token: str) -> None:
-    """Run one ClientApp task with Flower's ``run_clientapp`` (in a forked child)."""
+    """Run one ClientApp task with Flower's ``run_clientapp`` (in a forked child, which
+    :func:`~topofl_lib.flower.forking.finish_child` ends; Flower ends a task with
+    ``sys.exit``)."""
     from flwr.supernode.runtime.run_clientapp import run_clientapp
 
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     gc.disable()  # a task lives for one message: no garbage worth collecting
-    code = 1
-    try:
-        run_clientapp(runtime_api_address=address, token=token, insecure=True,
-                      certificates=None, parent_pid=os.getppid())
-        code = 0
-    except SystemExit as exit_:  # Flower ends the task with flwr_exit -> sys.exit
-        code = exit_.code if isinstance(exit_.code, int) else 1
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+    run_clientapp(runtime_api_address=address, token=token, insecure=True,
+                  certificates=None, parent_pid=os.getppid())
 
 
 def _executor(address: str, secret_file: str, wake_fd: int) -> None:
@@ -438,4 +421,4 @@ def _executor(address: str, secret_file: str, wake_fd: int) -> None:
             os.environ[RECEIVED_AT] = repr(received)
             if os.fork() == 0:
                 os.close(wake_fd)
-                _run_task(address, res.token)
+                finish_child(_run_task, address, res.token)

@@ -60,7 +60,8 @@ import os
 import signal
 import sys
 import threading
-import traceback
+
+from .forking import finish_child
 
 __all__ = ["SUPEREXEC_TASK_POLL", "main"]
 
@@ -98,29 +99,25 @@ def _start_superexec(flower_superexec, args: list[str], task_poll: float | None)
     the SuperNode's; returns its pid."""
     supernode = os.getpid()
     pid = os.fork()
-    if pid:
-        return pid
-    code = 1
-    try:
-        _die_with_parent(signal.SIGTERM)
-        if os.getppid() == supernode:  # else the SuperNode was gone before the line above
-            if task_poll is not None:
-                os.environ[SUPEREXEC_TASK_POLL] = repr(task_poll)
-            # it starts each task as `flwr-clientapp`: the one of this interpreter's
-            # environment comes first
-            os.environ["PATH"] = os.pathsep.join(
-                p for p in (os.path.dirname(sys.executable), os.environ.get("PATH")) if p)
-            sys.argv = ["flower-superexec", *args]
-            flower_superexec()
-        code = 0
-    except SystemExit as exit_:  # Flower ends it with flwr_exit / sys.exit
-        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-    except BaseException:  # noqa: BLE001 - report anything, then leave
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+    if pid == 0:
+        finish_child(_superexec_child, flower_superexec, args, task_poll, supernode)
+    return pid
+
+
+def _superexec_child(flower_superexec, args: list[str], task_poll: float | None,
+                     supernode: int) -> None:
+    """In the SuperExec's child: run ``flower-superexec args`` unless the SuperNode has
+    already gone."""
+    _die_with_parent(signal.SIGTERM)
+    if os.getppid() != supernode:  # the SuperNode was gone before the line above
+        return
+    if task_poll is not None:
+        os.environ[SUPEREXEC_TASK_POLL] = repr(task_poll)
+    # it starts each task as `flwr-clientapp`: the one of this interpreter's environment first
+    os.environ["PATH"] = os.pathsep.join(
+        p for p in (os.path.dirname(sys.executable), os.environ.get("PATH")) if p)
+    sys.argv = ["flower-superexec", *args]
+    flower_superexec()
 
 
 def _parse(argv):
@@ -196,27 +193,16 @@ def _die_with_parent(sig: int = signal.SIGKILL) -> None:
 
 def _node_child(request: dict) -> None:
     """In a child of the zygote: become node ``request`` (own session, own log)."""
-    code = 1
-    try:
-        os.setsid()
-        _die_with_parent()
-        log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        os.environ.update(request.get("env", {}))
-        os.chdir(request.get("cwd", "."))
-        main(request["argv"])
-        code = 0
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-    except BaseException:  # noqa: BLE001 - report anything, then leave
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+    os.setsid()
+    _die_with_parent()
+    log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.environ.update(request.get("env", {}))
+    os.chdir(request.get("cwd", "."))
+    main(request["argv"])
 
 
 def serve() -> None:
@@ -248,7 +234,7 @@ def serve() -> None:
         else:
             reply = os.fork()
             if reply == 0:
-                _node_child(request)
+                finish_child(_node_child, request)
             nodes.add(reply)
         sys.stdout.write(f"{reply}\n")
         sys.stdout.flush()
