@@ -62,6 +62,32 @@ def test_records_carry_their_device(tmp_path):
     assert RunCache(tmp_path).load(key)["device"] == "cpu"
 
 
+def test_records_carry_their_cpu_and_older_records_say_unrecorded(tmp_path):
+    """Each record names the CPU it was computed on (MKL and oneDNN choose kernels by
+    CPU, so another one may round differently); one stored without it reads as
+    ``unrecorded``, and a comparison lists every CPU of its runs."""
+    import torch
+
+    from topofl_lib.environment import cpu_model, cpu_signature
+    from topofl_lib.runner.result import UNRECORDED
+
+    here = cpu_signature()
+    assert here.startswith(cpu_model())
+    assert here.endswith(f"; torch {torch.backends.cpu.get_cpu_capability()}")
+    kw = {"methods": ["FedAvg"], "n_rounds": 2, "progress": False, "cache_dir": tmp_path,
+          "scenario_params": {"n_clients": 4, "n_adversarial": 1}}
+    res = run_comparison("healthcare", seeds=[0, 1], **kw)
+    assert res.machines == (here,)
+    store = RunCache(tmp_path)
+    first = min(tmp_path.glob("*.npz")).stem
+    old = store.load(first)
+    del old["machine"]
+    store.store(first, old)
+    again = run_comparison("healthcare", seeds=[0, 1], **kw)
+    assert again.machines == tuple(sorted((here, UNRECORDED)))
+    pd.testing.assert_frame_equal(again.final, res.final)
+
+
 def test_a_gpu_study_never_runs_on_a_cpu_worker():
     """A comparison planned for CUDA refuses a worker pinned to the CPU (no GPU here)."""
     with pytest.raises(RuntimeError, match="cuda"):

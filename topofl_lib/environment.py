@@ -37,6 +37,7 @@ __all__ = [
     "ENVIRONMENT_FILE",
     "add_notebook",
     "cpu_model",
+    "cpu_signature",
     "distribution_version",
     "git_state",
     "machine_record",
@@ -103,6 +104,41 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "unknown"
+
+
+def cpu_signature() -> str:
+    """The CPU as a run's numbers can depend on it, for the run's record.
+
+    The same code, data and library versions can round differently on another CPU: MKL
+    and oneDNN choose their kernels by the processor. Runs of one table should share it.
+
+    Returns
+    -------
+    str
+        The model name, its x86 family, model and stepping where ``/proc/cpuinfo`` gives
+        them, and the vector instruction set torch dispatches to (when torch is
+        installed), e.g. ``"Intel(R) Xeon(R) Processor (family 6, model 207, stepping 2);
+        torch AVX512"``.
+    """
+    ids = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                if key.strip() in ("cpu family", "model", "stepping"):
+                    ids.setdefault(key.strip().removeprefix("cpu "), value.strip())
+                elif not line.strip() and ids:  # the first processor is enough
+                    break
+    except OSError:
+        pass
+    text = cpu_model()
+    if ids:
+        text += " (" + ", ".join(f"{k} {v}" for k, v in ids.items()) + ")"
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        text += f"; torch {torch.backends.cpu.get_cpu_capability()}"
+    return text
 
 
 def _memory_gib() -> float | None:

@@ -12,6 +12,7 @@ from .result import (
     FINAL_COLUMNS,
     PRIVACY_COLUMNS,
     SETTING_COLUMNS,
+    UNRECORDED,
     ComparisonResult,
     settings_of,
 )
@@ -74,5 +75,6 @@ def assemble(plan: Plan, records: dict, keep_models: bool = False,
     columns = [*FINAL_COLUMNS, *(c for c in (*PRIVACY_COLUMNS, *SETTING_COLUMNS)
                                  if c in final)]
     devices = sorted({str(rec.get("device", "cpu")) for rec in records.values()})
+    machines = sorted({str(rec.get("machine", UNRECORDED)) for rec in records.values()})
     return ComparisonResult(pd.concat(curves, ignore_index=True), final[columns], models,
-                            diverged, schedule, devices)
+                            diverged, schedule, devices, machines)

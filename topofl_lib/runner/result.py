@@ -7,7 +7,7 @@ import pandas as pd
 from ..statistics import paired_differences, summarise
 
 __all__ = ["CURVE_COLUMNS", "FINAL_COLUMNS", "PRIVACY_COLUMNS", "SETTING_COLUMNS",
-           "ComparisonResult", "settings_of"]
+           "UNRECORDED", "ComparisonResult", "settings_of"]
 
 #: Columns of :attr:`ComparisonResult.curves` (then the setting columns).
 CURVE_COLUMNS = ["scenario", "method", "seed", "round", "auc", "accuracy"]
@@ -22,6 +22,9 @@ PRIVACY_COLUMNS = ("epsilon", "epsilon_descriptor", "epsilon_model")
 #: ``curves`` and ``final`` (the image scenarios: dataset, partition and its parameter),
 #: so tables are selected by setting, never by parsing the scenario's name.
 SETTING_COLUMNS = ("dataset", "partition", "param")
+#: :attr:`ComparisonResult.machines` of a run whose record does not name its CPU (stored
+#: before records did).
+UNRECORDED = "unrecorded"
 
 
 def settings_of(scenario) -> dict:
@@ -57,6 +60,8 @@ class ComparisonResult:
         Stored as ``schedule``.
     devices : iterable of str, optional
         Stored as ``devices``.
+    machines : iterable of str, optional
+        Stored as ``machines``.
 
     Attributes
     ----------
@@ -82,16 +87,23 @@ class ComparisonResult:
     devices : tuple of str
         The devices the runs were computed on (``"cpu"``, ``"cuda:0 (<model>)"``),
         from their records.
+    machines : tuple of str
+        The CPUs the runs were computed on
+        (:func:`~topofl_lib.environment.cpu_signature`), from their records;
+        :data:`UNRECORDED` for a run stored before records named it. The same code and
+        data can round differently on another CPU, so more than one entry means the
+        runs are not all recomputable bit for bit on one machine.
     """
 
     def __init__(self, curves: pd.DataFrame, final: pd.DataFrame, models: dict,
-                 diverged: dict | None = None, schedule=None, devices=()):
+                 diverged: dict | None = None, schedule=None, devices=(), machines=()):
         self.curves = curves
         self.final = final
         self.models = models
         self.diverged = dict(diverged or {})
         self.schedule = schedule
         self.devices = tuple(devices)
+        self.machines = tuple(machines)
 
     def summary(self, metric: str = "auc") -> pd.DataFrame:
         """Mean, std and 95% CI per method; see :func:`topofl_lib.statistics.summarise`.

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.device import device_description, device_kind, pinned_device
+from ..environment import cpu_signature
 from ..federated.methods import make_method
 from ..federated.metrics import convergence_round
 from ..run_cache import RunCache
@@ -133,7 +134,8 @@ def run_one(data, method: str, params: dict, n_rounds: int, seed: int,
     Returns
     -------
     dict
-        ``curves``, ``final``, ``model``, ``seconds``, ``device``, ``settings`` (the
+        ``curves``, ``final``, ``model``, ``seconds``, ``device``, ``machine`` (the CPU,
+        :func:`~topofl_lib.environment.cpu_signature`), ``settings`` (the
         scenario's, :func:`~topofl_lib.runner.assemble.settings_of`) and, for a diverged
         run, ``diverged``. A run with ``model_dp`` adds the
         :data:`~topofl_lib.runner.result.PRIVACY_COLUMNS` to ``curves`` and ``final``.
@@ -165,7 +167,8 @@ def run_one(data, method: str, params: dict, n_rounds: int, seed: int,
         model = slim(est) if slim_model else est
     record = {"curves": curves, "final": final, "model": model,
               "seconds": time.perf_counter() - start,
-              "device": device_description(pinned_device()), "settings": settings_of(data)}
+              "device": device_description(pinned_device()), "machine": cpu_signature(),
+              "settings": settings_of(data)}
     return record if reason is None else {**record, "diverged": reason}
 
 

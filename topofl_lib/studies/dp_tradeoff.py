@@ -140,7 +140,8 @@ def _annotate(result: ComparisonResult, budgets: dict) -> ComparisonResult:
         known = df["method"].map(labels)
         return df.assign(base=known.str[0], target_epsilon=known.str[1].astype(float))
     return ComparisonResult(annotate(result.curves), annotate(result.final), result.models,
-                            result.diverged, result.schedule, result.devices)
+                            result.diverged, result.schedule, result.devices,
+                            result.machines)
 
 
 def _check_common(clip, descriptor_share, methods) -> list[str]:
@@ -290,7 +291,8 @@ def dp_deep_comparison(dataset, seeds: Iterable[int] = range(3),
                             pd.concat([p.final for p in parts], ignore_index=True),
                             {k: v for p in parts for k, v in p.models.items()},
                             {k: v for p in parts for k, v in p.diverged.items()},
-                            devices=sorted({d for p in parts for d in p.devices}))
+                            devices=sorted({d for p in parts for d in p.devices}),
+                            machines=sorted({m for p in parts for m in p.machines}))
 
 
 def dp_detection(seeds: Iterable[int] = range(10),

@@ -135,7 +135,8 @@ def table1_comparison(
                          variants=table1_variants(protocol, methods), keep_models=keep_models,
                          progress=progress)
     return ComparisonResult(res.curves.assign(protocol=protocol),
-                            res.final.assign(protocol=protocol), res.models)
+                            res.final.assign(protocol=protocol), res.models, res.diverged,
+                            res.schedule, res.devices, res.machines)
 
 def table1(result: ComparisonResult, single_run: ComparisonResult | None = None
            ) -> pd.DataFrame:
