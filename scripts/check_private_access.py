@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parents[1] / "topofl_lib"
 
 #: ``(module path inside topofl_lib, expression)`` -> why it is allowed.
 ALLOWED = {
-    ("flower/node.py", "os._exit"): "the standard library's documented exit of a forked child",
-    ("flower/fast_waits.py", "os._exit"):
-        "the standard library's documented exit of a forked child",
+    ("flower/forking.py", "os._exit"):
+        "the standard library's documented exit of a forked child (finish_child, the one "
+        "place every forked process of the Flower deployment ends)",
     ("flower/fast_waits.py", "start_client_internal._pull_and_store_message"):
         "flwr has no setting for the SuperNode's pull waits; the opt-in adapter "
         "fast_waits.py replaces this function only when the installed flwr is the version "

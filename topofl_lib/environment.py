@@ -27,6 +27,7 @@ import json
 import os
 import platform
 import subprocess
+import sys
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -116,9 +117,9 @@ def cpu_signature() -> str:
     -------
     str
         The model name, its x86 family, model and stepping where ``/proc/cpuinfo`` gives
-        them, and the vector instruction set torch dispatches to (when torch is
-        installed), e.g. ``"Intel(R) Xeon(R) Processor (family 6, model 207, stepping 2);
-        torch AVX512"``.
+        them, and the vector instruction set torch dispatches to when this process has
+        imported torch (a deep run has; a tabular run computes without it), e.g.
+        ``"Intel(R) Xeon(R) Processor (family 6, model 207, stepping 2); torch AVX512"``.
     """
     ids = {}
     try:
@@ -134,9 +135,8 @@ def cpu_signature() -> str:
     text = cpu_model()
     if ids:
         text += " (" + ", ".join(f"{k} {v}" for k, v in ids.items()) + ")"
-    if importlib.util.find_spec("torch") is not None:
-        import torch
-
+    torch = sys.modules.get("torch")  # imported by every deep run; never imported here
+    if torch is not None:
         text += f"; torch {torch.backends.cpu.get_cpu_capability()}"
     return text
 
