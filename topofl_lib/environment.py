@@ -94,17 +94,26 @@ def package_versions(names: Iterable[str] | None = None) -> dict[str, str | None
     return versions
 
 
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo`` on Linux, else :func:`platform.processor`)."""
+def _cpuinfo(keys: tuple[str, ...]) -> dict[str, str]:
+    """The first processor's ``keys`` in ``/proc/cpuinfo`` (empty where there is none)."""
+    found: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:
             for line in fh:
                 key, _, value = line.partition(":")
-                if key.strip() == "model name":
-                    return value.strip()
+                if key.strip() in keys:
+                    found.setdefault(key.strip(), value.strip())
+                elif not line.strip() and found:  # the first processor is enough
+                    break
     except OSError:
         pass
-    return platform.processor() or platform.machine() or "unknown"
+    return found
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, else :func:`platform.processor`)."""
+    return (_cpuinfo(("model name",)).get("model name") or platform.processor()
+            or platform.machine() or "unknown")
 
 
 def cpu_signature() -> str:
@@ -121,20 +130,10 @@ def cpu_signature() -> str:
         imported torch (a deep run has; a tabular run computes without it), e.g.
         ``"Intel(R) Xeon(R) Processor (family 6, model 207, stepping 2); torch AVX512"``.
     """
-    ids = {}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                key, _, value = line.partition(":")
-                if key.strip() in ("cpu family", "model", "stepping"):
-                    ids.setdefault(key.strip().removeprefix("cpu "), value.strip())
-                elif not line.strip() and ids:  # the first processor is enough
-                    break
-    except OSError:
-        pass
+    ids = _cpuinfo(("cpu family", "model", "stepping"))
     text = cpu_model()
     if ids:
-        text += " (" + ", ".join(f"{k} {v}" for k, v in ids.items()) + ")"
+        text += " (" + ", ".join(f"{k.removeprefix('cpu ')} {v}" for k, v in ids.items()) + ")"
     torch = sys.modules.get("torch")  # imported by every deep run; never imported here
     if torch is not None:
         text += f"; torch {torch.backends.cpu.get_cpu_capability()}"
