@@ -121,6 +121,26 @@ def test_interrupted_comparison_resumes_without_recomputing(tmp_path, monkeypatc
     assert third.calls == 8
 
 
+def test_on_missing_raise_reads_the_store_and_computes_nothing(tmp_path, monkeypatch):
+    """``on_missing="raise"``: a store that holds every run is read as with the default;
+    one that lacks runs stops the comparison before any fit, naming the missing runs."""
+    first = run_comparison("healthcare", cache_dir=tmp_path, **TINY)
+    counting = _Counting()
+    monkeypatch.setattr(tasks, "make_method", counting)
+    _same(run_comparison("healthcare", cache_dir=tmp_path, on_missing="raise", **TINY), first)
+    more = {**TINY, "seeds": range(3), "methods": ["FedAvg", "FedProx", "SCAFFOLD"]}
+    with pytest.raises(LookupError, match=r"^5 of 9 runs are not stored \(run store .*\): "
+                       r"SCAFFOLD seed 0, SCAFFOLD seed 1, FedAvg seed 2, FedProx seed 2, "
+                       r"SCAFFOLD seed 2 \(on_missing='raise' computes nothing\)$"):
+        run_comparison("healthcare", cache_dir=tmp_path, on_missing="raise", **more)
+    with pytest.raises(LookupError,
+                       match=r"4 of 4 runs are not stored \(no run store: cache_dir=None\)"):
+        run_comparison("healthcare", on_missing="raise", **TINY)
+    assert counting.calls == 0
+    with pytest.raises(ValueError, match="unknown on_missing 'skip'"):
+        run_comparison("healthcare", cache_dir=tmp_path, on_missing="skip", **TINY)
+
+
 def test_stored_models_are_slim(tmp_path):
     res = run_comparison("healthcare", cache_dir=tmp_path, keep_models=True, **TINY)
     again = run_comparison("healthcare", cache_dir=tmp_path, keep_models=True, **TINY)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from .._validation import check_int
+from .._validation import check_choice, check_int
 from ..progress import RunProgress
 from .assemble import assemble
 from .execute import execute, run_spec
@@ -15,6 +15,9 @@ from .tasks import check_picklable
 
 __all__ = ["run_comparison"]
 
+#: How many missing runs the error of ``on_missing="raise"`` names.
+SHOWN_MISSING = 8
+
 
 def _devices(device: str) -> list[str]:
     """The devices local workers are pinned to, in turn: the CPU, or every CUDA device."""
@@ -24,6 +27,19 @@ def _devices(device: str) -> list[str]:
 
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     return [f"cuda:{i}" for i in range(count)] or ["cuda"]
+
+
+def _missing_message(plan) -> str:
+    """What ``on_missing="raise"`` says: how many runs the store lacks, and which."""
+    rows = plan.table[~plan.table["stored"]]
+    names = [f"{label} seed {seed}" for label, seed in zip(rows["label"], rows["seed"],
+                                                           strict=True)]
+    more = len(names) - SHOWN_MISSING
+    where = "no run store: cache_dir=None" if plan.cache is None else \
+        f"run store {plan.cache.folder}"
+    return (f"{len(names)} of {len(plan.table)} runs are not stored ({where}): "
+            f"{', '.join(names[:SHOWN_MISSING])}{f' and {more} more' if more > 0 else ''} "
+            f"(on_missing='raise' computes nothing)")
 
 
 def _executor(executor, n_workers: int, device: str):
@@ -51,6 +67,7 @@ def run_comparison(
     on_damaged: str = "raise",
     executor=None,
     device: str = "cpu",
+    on_missing: str = "compute",
 ) -> ComparisonResult:
     """Run every method on ``scenario`` for each seed.
 
@@ -112,6 +129,11 @@ def run_comparison(
         The device kind the runs compute on; each worker is pinned to one device of
         that kind, and the kind is part of every run's key (CPU and GPU runs are never
         mixed). The device each run used is in its record and in ``result.devices``.
+    on_missing : {"compute", "raise"}, default="compute"
+        What a run that the run store does not hold does: be computed (and stored), or
+        stop the comparison before anything is computed with a :class:`LookupError`
+        naming the missing runs (label and seed). ``"raise"`` reads a committed run store
+        (``runs/``) without starting hours of training by mistake.
 
     Returns
     -------
@@ -136,8 +158,11 @@ def run_comparison(
     (['FedAvg', 'pTopoFL'], 2)
     """
     runs = check_runs(methods, method_params, variants)
+    check_choice(on_missing, "on_missing", ("compute", "raise"))
     plan = make_plan(scenario, seeds, runs, n_rounds, scenario_params, cache_dir, device,
                      keep_models, on_divergence, on_damaged)
+    if on_missing == "raise" and plan.todo:
+        raise LookupError(_missing_message(plan))
     with _executor(executor, n_workers, plan.device) as pool:
         spec = run_spec(plan, keep_models, on_divergence,
                         slim_models=plan.cache is not None or pool.n_workers > 1)
