@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..claim_keys import METHOD_KEYS
+from .common import percent
 
 __all__ = ["alpha_floor_values", "diverged_runs", "figure_values", "mean_sd", "nskew_values",
            "paper_gaps", "seed_range", "table1_values", "table2_values", "table3_values",
@@ -46,7 +47,7 @@ def _accuracy(final: pd.DataFrame, method: str, partition: str | None = None) ->
     rows = final[final["method"] == method]
     if partition is not None:
         rows = rows[rows["partition"] == partition]
-    return 100.0 * rows.sort_values("seed")["accuracy"].to_numpy(dtype=np.float64)
+    return percent(rows)
 
 
 def _interval(row: pd.Series) -> str:
