@@ -15,9 +15,10 @@ from ..data.scenarios import PROTOCOLS
 from ..federated.client_descriptors import PTOPOFL_LABELS
 from ..results import load_paper_claims
 from ..runner import run_comparison
+from ..statistics import paired_differences, summarise
 
 __all__ = [
-    "detection_prefix", "LABEL_AWARE_ATTACK_KEYS", "LABEL_AWARE_BASELINES",
+    "deep_ma_values", "detection_prefix", "LABEL_AWARE_ATTACK_KEYS", "LABEL_AWARE_BASELINES",
     "label_aware_claim_values", "label_aware_comparison",
 ]
 
@@ -256,4 +257,40 @@ def label_aware_claim_values(detection: pd.DataFrame | None = None,
                 put(f"topofl.cc.auc.{LABEL_AWARE_ATTACK_KEYS[attack]}{protocol}."
                     f"{rate_key(rate)}.{key}", final, "auc", attack=attack,
                     protocol=protocol, rate=rate, method=method)
+    return out
+
+
+def deep_ma_values(final: pd.DataFrame) -> dict:
+    """The deep label-skew paragraph: the model-anchored descriptor against the others.
+
+    Parameters
+    ----------
+    final : pandas.DataFrame
+        The deep run's ``final`` table (``method``, ``seed``, ``accuracy``) with
+        ``pTopoFL-MA``, ``pTopoFL``, ``FedAvg``, ``TrimmedMean``, ``Median`` and ``Krum``.
+
+    Returns
+    -------
+    dict
+        Mean personalised accuracy of each method: ``ma`` (pTopoFL-MA), ``pt`` (pTopoFL),
+        ``fa``, ``tm``, ``md``, ``kr`` (FedAvg, TrimmedMean, Median, Krum), with the 95%
+        interval of the first two (``ma_lo``, ``ma_hi``, ``pt_lo``, ``pt_hi``); pTopoFL-MA
+        minus pTopoFL (``d1``) and minus FedAvg (``d2``), paired: each with its 95%
+        interval (``*_lo``, ``*_hi``), wins ``w*`` and Wilcoxon ``p*``. NaN for a method
+        not run.
+    """
+    names = {"ma": "pTopoFL-MA", "pt": "pTopoFL", "fa": "FedAvg", "tm": "TrimmedMean",
+             "md": "Median", "kr": "Krum"}
+    levels = summarise(final, "accuracy").reindex(list(names.values()))
+    out = {}
+    for key, method in names.items():
+        out[key] = levels.loc[method, "mean"]
+        if key in ("ma", "pt"):
+            out[f"{key}_lo"], out[f"{key}_hi"] = levels.loc[method, ["ci_low", "ci_high"]]
+    gain = paired_differences(final, "pTopoFL-MA", "accuracy").reindex(["pTopoFL", "FedAvg"])
+    for key, method in (("d1", "pTopoFL"), ("d2", "FedAvg")):
+        row = gain.loc[method]
+        out.update({key: row["mean_diff"], f"{key}_lo": row["ci_low"],
+                    f"{key}_hi": row["ci_high"], f"w{key[1]}": row["wins"],
+                    f"p{key[1]}": row["p_wilcoxon"]})
     return out
