@@ -12,6 +12,8 @@ skipped; stop it at any time and start it again::
 
     nice -n 19 .venv/bin/python scripts/fill_fedtopo_store.py --workers 2
 
+``--status`` computes nothing and says how many runs of each group the store holds.
+
 It reads the paper profile's parameters from ``topofl_lib.notebook_params`` (the
 notebook's), and the adaptive schedules' loss range from the stored one-round pilot run
 as the notebook does (it computes the pilot when missing). The runs that keep a model
@@ -35,6 +37,8 @@ def _parse(argv):
     parser.add_argument("--workers", type=int, default=2, help="runs at once (default 2)")
     parser.add_argument("--store", type=Path, default=STORE,
                         help=f"the run store (default {STORE})")
+    parser.add_argument("--status", action="store_true",
+                        help="compute nothing: say how many runs of each group are stored")
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error(f"--workers must be >= 1, got {args.workers}")
@@ -43,13 +47,10 @@ def _parse(argv):
     return args
 
 
-def main(argv=None) -> int:
-    """Compute the missing runs, seed group by seed group."""
-    args = _parse(argv)
-    from topofl_lib.deep import deep_variants, load_image_dataset, sweep_variants
-    from topofl_lib.fedtopo import calibrate_loss_range
-    from topofl_lib.notebook_params import notebook_parameters
-    from topofl_lib.runner import run_comparison
+def _groups(p: dict, tal: dict, schedule: dict):
+    """``(title, seeds, variants, n_rounds, scenario)`` of every comparison, in the order
+    the fill computes them."""
+    from topofl_lib.deep import deep_variants, sweep_variants
     from topofl_lib.studies.fedtopo import (
         HYPERPARAMETER_PROBES,
         NSKEW_READINGS,
@@ -57,42 +58,63 @@ def main(argv=None) -> int:
         table1_variants,
     )
 
+    epochs, rounds = p["local_epochs"], p["n_rounds"]
+    pair = deep_variants(["FedAvg", "FedTopo"], local_epochs=epochs, fedtopo=tal,
+                         schedule=schedule)
+    schedules = deep_variants([f"FedTopo[{s}]" for s in p["schedules"]],
+                              local_epochs=epochs, fedtopo=tal, schedule=schedule)
+    for seeds in SEED_GROUPS:
+        for reading, (options, n) in NSKEW_READINGS.items():
+            yield f"N-skew reading {reading}", seeds, pair, n or rounds, {"partition": "N",
+                                                                          **options}
+        for part in p["partitions"]:
+            yield (f"Table 1, {part}-skew", seeds,
+                   table1_variants(part, p["methods"], epochs, tal, schedule), rounds,
+                   {"partition": part})
+        for setting, params in TABLE4_SETTINGS.items():
+            yield f"Table 4, setting {setting}", seeds, schedules, rounds, params
+        for label, (param, values) in HYPERPARAMETER_PROBES.items():
+            yield (f"{label}, {param} in {values}, N-skew", seeds,
+                   sweep_variants(label, param, values, local_epochs=epochs), rounds,
+                   {"partition": "N"})
+
+
+def main(argv=None) -> int:
+    """Compute the missing runs, seed group by seed group (``--status``: count them)."""
+    args = _parse(argv)
+    from topofl_lib.deep import deep_variants, load_image_dataset
+    from topofl_lib.fedtopo import calibrate_loss_range
+    from topofl_lib.notebook_params import notebook_parameters
+    from topofl_lib.runner import plan_comparison, run_comparison
+
     p = {"profile": "paper", "output_dir": "build/fill_fedtopo", "n_workers": args.workers}
     notebook_parameters("fedtopo", p)
     store = str(args.store.resolve())
     data = load_image_dataset("fashion_mnist", n_train=p["n_train"], n_test=p["n_test"],
                               random_state=0)
     tal = {"tal_every": p["tal_every"], "tal_samples": p["tal_samples"]}
-    epochs = p["local_epochs"]
     pilot = run_comparison(
         "image", seeds=[0], n_rounds=1, keep_models=True, cache_dir=store,
         scenario_params={"dataset": data, "partition": "L", "n_clients": 5},
-        variants=deep_variants(["FedTopo[warmup]"], local_epochs=epochs, fedtopo=tal),
+        variants=deep_variants(["FedTopo[warmup]"], local_epochs=p["local_epochs"],
+                               fedtopo=tal),
+        on_missing="raise" if args.status else "compute", progress=not args.status,
     ).models[("FedTopo[warmup]", 0)]
     schedule = {"loss_range": calibrate_loss_range(pilot.tal_log_)}
-
-    def run(title, seeds, variants, n_rounds=p["n_rounds"], **scenario):
-        print(f"{title}, seeds {seeds}", flush=True)
-        run_comparison("image", seeds=seeds, n_rounds=n_rounds, variants=variants,
-                       scenario_params={"dataset": data, "n_clients": 5, **scenario},
-                       cache_dir=store, n_workers=args.workers, on_divergence="record")
-
-    pair = deep_variants(["FedAvg", "FedTopo"], local_epochs=epochs, fedtopo=tal,
-                         schedule=schedule)
-    schedules = deep_variants([f"FedTopo[{s}]" for s in p["schedules"]],
-                              local_epochs=epochs, fedtopo=tal, schedule=schedule)
-    for seeds in SEED_GROUPS:
-        for reading, (options, rounds) in NSKEW_READINGS.items():
-            run(f"N-skew reading {reading}", seeds, pair, rounds or p["n_rounds"],
-                partition="N", **options)
-        for part in p["partitions"]:
-            run(f"Table 1, {part}-skew", seeds,
-                table1_variants(part, p["methods"], epochs, tal, schedule), partition=part)
-        for setting, params in TABLE4_SETTINGS.items():
-            run(f"Table 4, setting {setting}", seeds, schedules, **params)
-        for label, (param, values) in HYPERPARAMETER_PROBES.items():
-            run(f"{label}, {param} in {values}, N-skew", seeds,
-                sweep_variants(label, param, values, local_epochs=epochs), partition="N")
+    stored = total = 0
+    for title, seeds, variants, n_rounds, scenario in _groups(p, tal, schedule):
+        kw = {"seeds": seeds, "n_rounds": n_rounds, "variants": variants, "cache_dir": store,
+              "scenario_params": {"dataset": data, "n_clients": 5, **scenario}}
+        if args.status:
+            plan = plan_comparison("image", **kw)
+            stored, total = stored + int(plan["stored"].sum()), total + len(plan)
+            print(f"{title}, seeds {seeds}: {int(plan['stored'].sum())} of {len(plan)} stored",
+                  flush=True)
+        else:
+            print(f"{title}, seeds {seeds}", flush=True)
+            run_comparison("image", n_workers=args.workers, on_divergence="record", **kw)
+    if args.status:
+        print(f"all: {stored} of {total} runs stored")
     return 0
 
 

@@ -12,6 +12,7 @@ from topofl_lib.data.scenarios import Client
 from topofl_lib.deep import TorchModel, deep_variants, load_image_dataset
 from topofl_lib.experiments import run_comparison
 from topofl_lib.run_cache import DamagedRunError, RunCache, default_cache_dir, fingerprint
+from topofl_lib.runner import plan_comparison
 
 TINY = {"seeds": range(2), "methods": ["FedAvg", "FedProx"], "n_rounds": 2,
         "scenario_params": {"n_clients": 4, "n_adversarial": 1}, "progress": False}
@@ -139,6 +140,27 @@ def test_on_missing_raise_reads_the_store_and_computes_nothing(tmp_path, monkeyp
     assert counting.calls == 0
     with pytest.raises(ValueError, match="unknown on_missing 'skip'"):
         run_comparison("healthcare", cache_dir=tmp_path, on_missing="skip", **TINY)
+
+
+def test_plan_comparison_says_what_would_be_computed_and_computes_nothing(tmp_path,
+                                                                          monkeypatch):
+    """``plan_comparison`` lists every (seed, run) with its store key and whether the store
+    holds it: the keys are the files ``run_comparison`` writes, and it fits nothing."""
+    counting = _Counting()
+    monkeypatch.setattr(tasks, "make_method", counting)
+    kw = {k: v for k, v in TINY.items() if k != "progress"}
+    before = plan_comparison("healthcare", cache_dir=tmp_path, **kw)
+    assert counting.calls == 0 and not before["stored"].any()
+    assert list(before.columns) == ["seed", "label", "method", "key", "stored"]
+    monkeypatch.undo()
+    run_comparison("healthcare", cache_dir=tmp_path, **TINY)
+    after = plan_comparison("healthcare", cache_dir=tmp_path, **kw)
+    assert after["stored"].all() and list(after["key"]) == list(before["key"])
+    assert set(after["key"]) == {p.stem for p in tmp_path.glob("*.npz")}
+    more = plan_comparison("healthcare", cache_dir=tmp_path,
+                           **{**kw, "methods": [*kw["methods"], "SCAFFOLD"]})
+    assert list(more.loc[~more["stored"], "label"]) == ["SCAFFOLD"] * len(list(TINY["seeds"]))
+    assert plan_comparison("healthcare", **kw)["key"].isna().all()   # no store, no keys
 
 
 def test_stored_models_are_slim(tmp_path):

@@ -7,8 +7,8 @@ process, local worker processes, or a Dask cluster), and assembles the records
 (:mod:`.assemble`) into a :class:`ComparisonResult`.
 """
 
-from .comparison import run_comparison
+from .comparison import plan_comparison, run_comparison
 from .result import CURVE_COLUMNS, FINAL_COLUMNS, SETTING_COLUMNS, ComparisonResult
 
 __all__ = ["CURVE_COLUMNS", "FINAL_COLUMNS", "SETTING_COLUMNS", "ComparisonResult",
-           "run_comparison"]
+           "plan_comparison", "run_comparison"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+import pandas as pd
+
 from .._validation import check_choice, check_int
 from ..progress import RunProgress
 from .assemble import assemble
@@ -13,7 +15,7 @@ from .plan import check_runs, make_plan
 from .result import ComparisonResult
 from .tasks import check_picklable
 
-__all__ = ["run_comparison"]
+__all__ = ["plan_comparison", "run_comparison"]
 
 #: How many missing runs the error of ``on_missing="raise"`` names.
 SHOWN_MISSING = 8
@@ -49,6 +51,42 @@ def _executor(executor, n_workers: int, device: str):
         raise ValueError(f"give n_workers or executor, not both (n_workers={n_workers}, "
                          f"executor={executor!r})")
     return make_executor(n_workers if executor is None else executor, _devices(device))
+
+
+def plan_comparison(scenario, seeds: Iterable[int] = range(10),
+                    methods: Sequence[str] | None = None, n_rounds: int = 15,
+                    scenario_params: dict | None = None, method_params: dict | None = None,
+                    variants: dict | None = None, cache_dir=None, device: str = "cpu",
+                    keep_models: bool = False) -> pd.DataFrame:
+    """What :func:`run_comparison` with the same arguments would compute, computing nothing.
+
+    Parameters
+    ----------
+    scenario, seeds, methods, n_rounds, scenario_params, method_params, variants, \
+cache_dir, device, keep_models
+        As for :func:`run_comparison`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (seed, configuration): ``seed``, ``label``, ``method``, ``key`` (the
+        run store's key; ``None`` without ``cache_dir``) and ``stored`` (the store holds
+        the run, so ``run_comparison`` reads it instead of computing it). A stored run
+        that cannot be read back counts as not stored, with a warning naming its file;
+        nothing is written or removed.
+
+    Examples
+    --------
+    >>> from topofl_lib.runner import plan_comparison
+    >>> plan = plan_comparison("healthcare", seeds=[0, 1], methods=["FedAvg", "pTopoFL"],
+    ...                        n_rounds=2, scenario_params={"n_clients": 4})
+    >>> len(plan), int(plan["stored"].sum())
+    (4, 0)
+    """
+    runs = check_runs(methods, method_params, variants)
+    plan = make_plan(scenario, seeds, runs, n_rounds, scenario_params, cache_dir, device,
+                     keep_models, on_divergence="record", on_damaged="recompute")
+    return plan.table.drop(columns="run")
 
 
 def run_comparison(
