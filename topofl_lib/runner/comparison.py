@@ -62,8 +62,9 @@ def plan_comparison(scenario, seeds: Iterable[int] = range(10),
 
     Parameters
     ----------
-    scenario, seeds, methods, n_rounds, scenario_params, method_params, variants, \
-cache_dir, device, keep_models
+    scenario, seeds, methods, n_rounds, scenario_params, method_params
+        As for :func:`run_comparison`.
+    variants, cache_dir, device, keep_models
         As for :func:`run_comparison`.
 
     Returns

@@ -57,6 +57,18 @@ def deep_claim_values(final: pd.DataFrame) -> tuple[dict[str, np.ndarray], dict[
 def setting_name(dataset: str, alpha: float) -> str:
     """The name of one deep setting in the notebook's paired tables.
 
+    Parameters
+    ----------
+    dataset : str
+        The image data set.
+    alpha : float
+        The Dirichlet concentration of its label skew.
+
+    Returns
+    -------
+    str
+        ``"<dataset> Dir(<alpha>)"``.
+
     Examples
     --------
     >>> setting_name("fashion_mnist", 0.1)
