@@ -7,7 +7,7 @@ import pandas as pd
 
 from ..claim_keys import PROTOCOL_PREFIXES
 
-__all__ = ["per_seed", "percent", "with_protocol"]
+__all__ = ["mean_sd", "per_seed", "percent", "with_protocol"]
 
 
 def with_protocol(final: pd.DataFrame, protocol: str | None) -> pd.DataFrame:
@@ -75,3 +75,32 @@ def percent(g: pd.DataFrame) -> np.ndarray:
         ``100 * accuracy``, sorted by seed.
     """
     return 100.0 * g.sort_values("seed")["accuracy"].to_numpy(dtype=np.float64)
+
+
+def mean_sd(values, digits: int = 2) -> str:
+    """``"mean ± sd"`` of ``values``, NaN left out (``n/a`` when empty, no sd for one).
+
+    Parameters
+    ----------
+    values : array-like of float
+        The values (one per seed, say).
+    digits : int, default=2
+        Decimals of both numbers.
+
+    Returns
+    -------
+    str
+        The mean and the sample standard deviation.
+
+    Examples
+    --------
+    >>> mean_sd([88.0, 89.0, 90.0])
+    '89.00 ± 1.00'
+    >>> mean_sd([71.5], digits=1)
+    '71.5'
+    """
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return "n/a"
+    return f"{v.mean():.{digits}f}" + (f" ± {v.std(ddof=1):.{digits}f}" if v.size > 1 else "")

@@ -9,7 +9,7 @@ import pandas as pd
 
 from ..claim_keys import METHOD_KEYS
 from ..results import load_paper_claims
-from .common import percent
+from .common import mean_sd, percent
 
 __all__ = ["DEEP_STAND_INS", "SUMMARY_SETTINGS", "deep_claim_values", "levels_values",
            "paired_values", "server_view_values", "setting_name"]
@@ -87,13 +87,9 @@ _NAN = float("nan")
 def _level_text(g: pd.DataFrame, methods) -> str:
     """``"FedAvg 67.4 ± 11.7, ..., pTopoFL 76.8 ± 3.0"``: accuracies in percent, pTopoFL
     last (no sd for a single seed; ``n/a`` when the setting was not run)."""
-    parts = []
-    for m in [m for m in methods if m != "pTopoFL"] + ["pTopoFL"]:
-        acc = percent(g[g["method"] == m])
-        if acc.size:
-            parts.append(f"{m} {acc.mean():.1f}" + (f" ± {acc.std(ddof=1):.1f}"
-                                                     if acc.size > 1 else ""))
-    return ", ".join(parts) or "n/a"
+    order = [m for m in methods if m != "pTopoFL"] + ["pTopoFL"]
+    return ", ".join(f"{m} {mean_sd(percent(g[g['method'] == m]), digits=1)}"
+                     for m in order if (g["method"] == m).any()) or "n/a"
 
 
 def _paper_percent(key: str, method: str) -> float:
@@ -177,11 +173,9 @@ def paired_values(final: pd.DataFrame, family: pd.DataFrame, n_seeds: int) -> di
                     f"hi{a}": row["ci_high"], f"p{a}": row["p_wilcoxon"], f"h{a}": row["p_holm"]})
         out[f"gm{a}"] = _paired(family, "m" + a, "FedAvg")["mean_diff"]
     g = final[(final["dataset"] == "fashion_mnist") & np.isclose(final["param"], 0.1)]
-    for key, m in (("pf", "pFedMe"), ("pt", "pTopoFL")):
-        acc = percent(g[g["method"] == m])
-        out[key] = acc.mean() if acc.size else _NAN
-    out["wp"] = _paired(family, "f01", "pFedMe")["wins"]
     means = {m: percent(r).mean() for m, r in g.groupby("method")}
+    out["pf"], out["pt"] = means.get("pFedMe", _NAN), means.get("pTopoFL", _NAN)
+    out["wp"] = _paired(family, "f01", "pFedMe")["wins"]
     out["best"] = max(means, key=means.get) if means else "n/a"
     gains = [out["g01"], out["g05"]]
     out["direction"] = ("the direction the paper reports" if all(x > 0 for x in gains) else

@@ -17,30 +17,13 @@ import numpy as np
 import pandas as pd
 
 from ..claim_keys import METHOD_KEYS
-from .common import percent
+from .common import mean_sd, percent
 
 __all__ = ["alpha_floor_values", "diverged_runs", "figure_values", "mean_sd", "nskew_values",
            "paper_gaps", "seed_range", "table1_values", "table2_values", "table3_values",
            "table4_values"]
 
 NONE = "none"
-
-
-def mean_sd(values) -> str:
-    """``"mean ± sd"`` of ``values`` (two decimals; ``n/a`` when empty, no sd for one).
-
-    Examples
-    --------
-    >>> mean_sd([88.0, 89.0, 90.0])
-    '89.00 ± 1.00'
-    >>> mean_sd([71.5])
-    '71.50'
-    """
-    v = np.asarray(values, dtype=np.float64)
-    v = v[np.isfinite(v)]
-    if v.size == 0:
-        return "n/a"
-    return f"{v.mean():.2f}" + (f" ± {v.std(ddof=1):.2f}" if v.size > 1 else "")
 
 
 def _accuracy(final: pd.DataFrame, method: str, partition: str | None = None) -> np.ndarray:
