@@ -24,13 +24,23 @@ from pathlib import Path
 from .claim_keys import METHOD_KEYS
 from .outputs import write_text_atomic
 from .studies.deep_ptopofl import DEEP_STAND_INS
+from .studies.fedtopo import TABLE1_METHODS as FEDTOPO_TABLE1_METHODS
 from .studies.privacy import README_DP_TARGET, epsilon_key
 from .studies.table1 import METHODS_OF_TABLE1
-from .traceability import Section, cell_text, code_outputs, paper_printed, read_csv_rows, sections
+from .traceability import (
+    Section,
+    cell_text,
+    code_outputs,
+    notebook_cells,
+    paper_printed,
+    read_csv_rows,
+    sections,
+)
 
 __all__ = [
     "SECTIONS",
     "Table",
+    "notebook_markdown",
     "notebook_tables",
     "register_section",
     "render_readme",
@@ -298,6 +308,64 @@ def notebook_tables(path) -> list[Table]:
     return found
 
 
+_HEADING_LINE = re.compile(r"(#+)[ \t]+\S")
+
+
+def _heading_level(line: str) -> int:
+    """The level of a Markdown heading line (0: not a heading)."""
+    found = _HEADING_LINE.match(line)
+    return len(found.group(1)) if found else 0
+
+
+def notebook_markdown(path, heading: str) -> str:
+    """The Markdown an executed notebook shows under one of its headings.
+
+    The section begins with the Markdown cell whose first line is ``heading`` and ends
+    before the next Markdown cell that begins with a heading of the same or a higher
+    level. Its Markdown cells (the heading line left out) and its code cells'
+    ``text/markdown`` outputs (prose rendered from the run, :func:`topofl_lib.prose.render`)
+    are joined in order, one block each, separated by a blank line.
+
+    Parameters
+    ----------
+    path : str or Path
+        The executed notebook.
+    heading : str
+        The section's heading line, e.g. ``"## How this compares with the paper"``.
+
+    Returns
+    -------
+    str
+        The section's Markdown.
+
+    Raises
+    ------
+    ValueError
+        ``heading`` is not a Markdown heading, or the notebook has no such heading (the
+        message names the notebook).
+    """
+    level = _heading_level(heading) if isinstance(heading, str) else 0
+    if not level:
+        raise ValueError(f"heading must be a Markdown heading line ('## Title'), got {heading!r}")
+    blocks: list[str] | None = None  # None: the heading is still ahead
+    for cell in notebook_cells(path):
+        text = cell_text(cell.get("source", ""))
+        if cell.get("cell_type") == "markdown":
+            first, _, rest = text.partition("\n")
+            if blocks is None:
+                blocks = [rest] if first.strip() == heading.strip() else None
+                continue
+            if 0 < _heading_level(first) <= level:
+                break
+            blocks.append(text)
+        elif cell.get("cell_type") == "code" and blocks is not None:
+            blocks += [cell_text(o["data"]["text/markdown"]) for o in cell.get("outputs", [])
+                       if "text/markdown" in (o.get("data") or {})]
+    if blocks is None:
+        raise ValueError(f"notebook {str(path)!r} has no heading {heading!r}")
+    return "\n\n".join(b.strip("\n") for b in blocks if b.strip())
+
+
 # -- the README's sections ------------------------------------------------------------
 
 
@@ -437,23 +505,55 @@ def _fedtopo_printed_cell(table: Table | None, method: str, part: str) -> str:
     return f"{shown} ± {table.cells.get(((method,), std))}"
 
 
+def _fedtopo_claim_cell(claim: _Claim, n_runs: int) -> str:
+    """A Table 1 cell from its claim row; where runs diverged, how many finished."""
+    if not math.isfinite(claim.mean) or claim.n_seeds >= n_runs:
+        return _mean_sd(claim.mean, claim.std, 2)
+    shown = _mean_sd(claim.mean, claim.std if claim.n_seeds > 1 else math.nan, 2)
+    return (f"{shown} ({claim.n_seeds} of {n_runs} seeds; the other "
+            f"{n_runs - claim.n_seeds} diverged)")
+
+
 @register_section("fedtopo_table1")
 def _fedtopo_table1(results_dir: Path) -> str:
-    """FedTopo Table 1 (FMNIST), ours beside the paper's: from the claims where a row
-    exists (FedAvg, FedTopo), else from the table the fedtopo notebook prints."""
+    """FedTopo Table 1 (FMNIST), ours beside the paper's, in the paper's order of methods:
+    from the claim rows where they hold a value, else from the table the fedtopo notebook
+    prints; a method with neither is left out."""
     claims, paper = _claims(results_dir), paper_printed()
     printed = _printed_table(results_dir, "fedtopo", _has_fedtopo_t1)
+    measured = {cid: c for cid, c in claims.items()
+                if cid.startswith("fedtopo.t1.fmnist.") and c.n_seeds > 0}
+    n_runs = max((c.n_seeds for c in measured.values()), default=0)
     rows = []
-    for method in ("FedAvg", "FedProx", "SCAFFOLD", "FedTopo"):
+    for method in FEDTOPO_TABLE1_METHODS:
         cells = [method]
         for part in _PARTITIONS:
-            cid = f"fedtopo.t1.fmnist.{part}.{method.lower()}"
-            ours = (_claim_cell(claims, cid, 2) if cid in claims
+            cid = f"fedtopo.t1.fmnist.{part}.{METHOD_KEYS[method]}"
+            ours = (_fedtopo_claim_cell(measured[cid], n_runs) if cid in measured
                     else _fedtopo_printed_cell(printed, method, part))
             cells += [paper.get(cid, ""), ours]
-        rows.append(cells)
+        if any(c != "—" for c in cells[2::2]):
+            rows.append(cells)
+    profiles = ", ".join(f"`{p}`" for p in sorted({c.profile for c in measured.values()}))
     header = ["method"] + [h for p in _PARTITIONS for h in (f"{p}-skew: paper", "ours")]
-    return "\n".join(_table_lines(header, rows))
+    return "\n".join([f"Final global test accuracy (%), mean ± sd over {n_runs} seeds "
+                      f"({profiles} profile); a cell with fewer seeds says why.", "",
+                      *_table_lines(header, rows)])
+
+
+#: The heading of the fedtopo notebook's section that :func:`_fedtopo_comparison` quotes.
+FEDTOPO_COMPARISON_HEADING = "## How this compares with the paper"
+
+
+@register_section("fedtopo_comparison")
+def _fedtopo_comparison(results_dir: Path) -> str:
+    """The published fedtopo notebook's comparison with the paper, quoted: prose rendered
+    from the run (:func:`notebook_markdown`), so the README's words follow its numbers."""
+    path = results_dir / "notebooks" / "fedtopo.ipynb"
+    if not path.exists():
+        return ""
+    text = notebook_markdown(path, FEDTOPO_COMPARISON_HEADING)
+    return "\n".join(f"> {line}" if line else ">" for line in text.splitlines())
 
 
 #: The deep pTopoFL table's columns: stand-in scenario, its Table 2 key (None: no paper

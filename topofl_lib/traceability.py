@@ -79,6 +79,7 @@ __all__ = [
     "Untraced",
     "cell_text",
     "code_outputs",
+    "notebook_cells",
     "notebook_pool",
     "paper_printed",
     "read_csv_rows",
@@ -458,14 +459,31 @@ def _output_texts(output: Mapping) -> Iterable[str]:
         yield _html_text(cell_text(data["text/html"]))
 
 
-def _read_notebook(path: Path) -> dict:
+def notebook_cells(path) -> list[dict]:
+    """The cells of a notebook file, as nbformat's JSON stores them.
+
+    Parameters
+    ----------
+    path : str or Path
+        A notebook (``.ipynb``).
+
+    Returns
+    -------
+    list of dict
+        Its cells, in order.
+
+    Raises
+    ------
+    ValueError
+        The file cannot be read as JSON or holds no list of cells (the message names it).
+    """
     try:
         nb = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"notebook {str(path)!r} cannot be read: {exc}") from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise ValueError(f"notebook {str(path)!r} has no list of cells")
-    return nb
+    return nb["cells"]
 
 
 def code_outputs(path) -> Iterable[tuple[int, Mapping]]:
@@ -481,7 +499,7 @@ def code_outputs(path) -> Iterable[tuple[int, Mapping]]:
     tuple of (int, dict)
         The cell's index and one of its outputs (nbformat's JSON).
     """
-    for index, cell in enumerate(_read_notebook(path)["cells"]):
+    for index, cell in enumerate(notebook_cells(path)):
         if cell.get("cell_type") == "code":
             for output in cell.get("outputs", []):
                 yield index, output
@@ -597,16 +615,6 @@ README_ALLOWED: tuple[tuple[str, str], ...] = (
     (r"CPython 3\.11", "the Python version the lock file is compiled for"),
     (r"the committed runs: [^)|]*", "wall-clock durations of the committed runs; "
      "results/environment.json records when each notebook finished, not how long it ran"),
-    (r"\(8\.9 hours of run\b", "the run time summed over the stored runs of "
-     "runs/fedtopo/paper/ (the run store, not results/; checked by "
-     "tests/test_traceability.py)"),
-    (r"the paper: \+15\.0, \+7\.5, \+13\.9, \+3\.4",
-     "the paper's own margins, FedTopo minus FedAvg in its Table 1 (74.96 - 60.01, "
-     "91.30 - 83.83, 89.88 - 75.97, 94.46 - 91.07): arithmetic on paper values, checked "
-     "by tests/test_traceability.py"),
-    (r"\(73\.9, 76\.5, 85\.3\)", "FedAvg's accuracy on each of the three L-skew draws, "
-     "per-seed values of runs/fedtopo/paper/ that no published output prints (checked by "
-     "tests/test_traceability.py)"),
     (r"\bflwr 1\.42\b", "the Flower version the opt-in fast-waits adapter is written for"),
     (r"round on an NVIDIA H100 \(measured[^|]*", "timings of benchmarks/bench_deep_gpu.py "
      "on a lent GPU and on this CPU, recorded in benchmarks/results/*.json, not in results/"),
@@ -725,7 +733,7 @@ def untraced_notebook(path, results_dir, *, allowed: Sequence[tuple[str, str]] =
     path = Path(path)
     pool = notebook_pool(path, results_dir)
     found = []
-    for index, cell in enumerate(_read_notebook(path)["cells"]):
+    for index, cell in enumerate(notebook_cells(path)):
         if cell.get("cell_type") == "markdown":
             found += untraced(cell_text(cell.get("source", "")), pool, _shown(path),
                               allowed=allowed, cell=index)
