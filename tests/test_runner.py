@@ -162,3 +162,20 @@ def test_local_workers_give_the_serial_numbers(tmp_path):
     assert two.schedule.mode == "parallel", two.schedule
     pd.testing.assert_frame_equal(two.final, one.final, check_exact=True)
     pd.testing.assert_frame_equal(two.curves, one.curves, check_exact=True)
+
+
+@pytest.mark.parametrize("long_run, n_pilots", [(float("inf"), 2), (0.0, 1)])
+def test_a_long_first_pilot_sets_the_schedule_alone(monkeypatch, long_run, n_pilots):
+    """Two pilot runs, unless the first took LONG_RUN_SECONDS or more: then the rest are
+    scheduled from it (the schedule's reason counts the runs left after the pilots), and
+    the numbers do not change."""
+    from topofl_lib.runner import execute
+
+    kw = {"seeds": [0, 1], "methods": ["FedAvg", "FedProx"], "n_rounds": 2,
+          "progress": False, "scenario_params": {"n_clients": 4, "n_adversarial": 1}}
+    monkeypatch.setattr(execute, "LONG_RUN_SECONDS", long_run)
+    res = run_comparison("healthcare", **kw)
+    assert res.schedule.reason.startswith(f"serial: {4 - n_pilots} runs of ~")
+    monkeypatch.undo()
+    pd.testing.assert_frame_equal(res.final, run_comparison("healthcare", **kw).final,
+                                  check_exact=True)

@@ -4,8 +4,11 @@ The first two runs to compute are *pilots*, run in this process and timed (the f
 pays one-time costs: imports, compilation); from the second's time,
 :func:`~topofl_lib.runner.schedule.choose_schedule` decides whether the remaining runs
 stay serial (short runs do not pay for starting workers) or go to the executor in
-batches (each batch long enough to pay for handing it over). Records are yielded as
-runs finish; the workers have already written them to the run store.
+batches (each batch long enough to pay for handing it over). A first pilot of at least
+:data:`LONG_RUN_SECONDS` is work, not one-time cost, and is timing enough: the second
+pilot is skipped, so that the workers do not wait for it (at FedTopo's paper protocol a
+run takes minutes). Records are yielded as runs finish; the workers have already written
+them to the run store.
 """
 
 from __future__ import annotations
@@ -21,7 +24,11 @@ from .plan import Plan
 from .schedule import Schedule, choose_schedule
 from .tasks import RunSpec, forget_scenarios, run_batch
 
-__all__ = ["execute", "run_spec"]
+__all__ = ["LONG_RUN_SECONDS", "execute", "run_spec"]
+
+#: A first pilot run at least this long (seconds) sets the schedule alone: one-time costs
+#: (imports, compilation, a first scenario) take seconds, not this.
+LONG_RUN_SECONDS = 30.0
 
 
 def run_spec(plan: Plan, keep_models: bool, on_divergence: str, slim_models: bool) -> RunSpec:
@@ -95,11 +102,15 @@ def execute(plan: Plan, spec: RunSpec, executor: Executor,
     try:  # this process runs pinned to the plan's device (it may compute in parallel too)
         with pinned(spec.device) if here else nullcontext():
             startup = executor.startup_seconds
-            pilots = todo[:2] if len(todo) > 2 else todo[:1]  # the second: warm
-            for item in pilots:
+            n_pilots = 0
+            while n_pilots < (2 if len(todo) > 2 else 1):  # the second: warm
+                item = todo[n_pilots]
                 record, seconds = _pilot(spec, item, executor)
                 yield item[0], item[1], record
-            rest = todo[len(pilots):]
+                n_pilots += 1
+                if seconds >= LONG_RUN_SECONDS:
+                    break
+            rest = todo[n_pilots:]
             schedule = choose_schedule(len(rest), seconds, executor, startup)
             if schedule_out is not None:
                 schedule_out.append(schedule)
