@@ -6,8 +6,9 @@ the whole is more than a sitting (about 35 CPU-hours: issue 27), this script com
 the same runs (the same configurations, so the same keys: the notebook then reuses them)
 in a different order, so that every cell has some seeds before any has all of them:
 the N-skew readings, Table 1's four partitions (with the L-skew variants), Table 4's
-two settings and the N-skew hyperparameter probes of FedFM and FedAvgM for seeds 0-2,
-then the same for seeds 3-4. A run already stored is
+two settings, the N-skew hyperparameter probes of FedFM and FedAvgM, FedAvg with the
+N-skew noise in pixel units and Table 2's block runs for seeds 0-2, then the same for
+seeds 3-4. A run already stored is
 skipped; stop it at any time and start it again::
 
     nice -n 19 .venv/bin/python scripts/fill_fedtopo_store.py --workers 2
@@ -47,13 +48,14 @@ def _parse(argv):
     return args
 
 
-def _groups(p: dict, tal: dict, schedule: dict):
+def _groups(p: dict, tal: dict, schedule: dict, pixel_sd: float):
     """``(title, seeds, variants, n_rounds, scenario)`` of every comparison, in the order
     the fill computes them."""
     from topofl_lib.deep import deep_variants, sweep_variants
     from topofl_lib.studies.fedtopo import (
         HYPERPARAMETER_PROBES,
         NSKEW_READINGS,
+        TABLE2_BLOCKS,
         TABLE4_SETTINGS,
         table1_variants,
     )
@@ -77,6 +79,12 @@ def _groups(p: dict, tal: dict, schedule: dict):
             yield (f"{label}, {param} in {values}, N-skew", seeds,
                    sweep_variants(label, param, values, local_epochs=epochs), rounds,
                    {"partition": "N"})
+        yield ("N-skew, noise sd 0.5 in pixel units", seeds,
+               deep_variants(["FedAvg"], local_epochs=epochs), rounds,
+               {"partition": "N", "param": pixel_sd})
+        yield ("Table 2, FedTopo aligning each block, L-skew", seeds,
+               deep_variants([f"FedTopo@{b}" for b in TABLE2_BLOCKS], local_epochs=epochs,
+                             fedtopo=tal, schedule=schedule), rounds, {"partition": "L"})
 
 
 def main(argv=None) -> int:
@@ -86,6 +94,7 @@ def main(argv=None) -> int:
     from topofl_lib.fedtopo import calibrate_loss_range
     from topofl_lib.notebook_params import notebook_parameters
     from topofl_lib.runner import plan_comparison, run_comparison
+    from topofl_lib.studies.fedtopo import pixel_noise_sd
 
     p = {"profile": "paper", "output_dir": "build/fill_fedtopo", "n_workers": args.workers}
     notebook_parameters("fedtopo", p)
@@ -102,7 +111,8 @@ def main(argv=None) -> int:
     ).models[("FedTopo[warmup]", 0)]
     schedule = {"loss_range": calibrate_loss_range(pilot.tal_log_)}
     stored = total = 0
-    for title, seeds, variants, n_rounds, scenario in _groups(p, tal, schedule):
+    for title, seeds, variants, n_rounds, scenario in _groups(p, tal, schedule,
+                                                              pixel_noise_sd(data, 0.5)):
         kw = {"seeds": seeds, "n_rounds": n_rounds, "variants": variants, "cache_dir": store,
               "scenario_params": {"dataset": data, "n_clients": 5, **scenario}}
         if args.status:

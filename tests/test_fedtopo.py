@@ -27,7 +27,7 @@ from topofl_lib.fedtopo import (
     imbalance_floor,
     persistence_image,
 )
-from topofl_lib.studies.fedtopo import block_table
+from topofl_lib.studies.fedtopo import block_table, pixel_noise_sd
 from topofl_lib.topology.cubical import cubical_pairs, gather_diagrams
 
 BACKENDS = ["numba", "gudhi"] + (["cripser"] if importlib.util.find_spec("cripser") else [])
@@ -433,3 +433,16 @@ def test_auto_backend_is_numba_else_by_map_size(monkeypatch):
 def test_imbalance_floor_refuses_negative_counts():
     with pytest.raises(ValueError, match="non-negative counts"):
         imbalance_floor([-1, 3])
+
+
+def test_pixel_noise_sd_is_the_pixel_sd_in_standardised_units():
+    """sd on [0, 1] pixels over the dataset's pixel_std, rounded as the run's parameter;
+    a data set built by hand (pixel_std 1) keeps the sd; a bad sd is refused by name."""
+    from types import SimpleNamespace
+
+    assert pixel_noise_sd(SimpleNamespace(pixel_std=0.25)) == 2.0
+    assert pixel_noise_sd(SimpleNamespace(pixel_std=1.0), 0.3) == 0.3
+    assert pixel_noise_sd(SimpleNamespace(pixel_std=0.3), 0.1) == 0.333
+    for bad, error in ((0.0, ValueError), (float("nan"), ValueError), ("0.5", TypeError)):
+        with pytest.raises(error, match="sd"):
+            pixel_noise_sd(SimpleNamespace(pixel_std=0.3), bad)

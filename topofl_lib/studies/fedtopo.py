@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .._validation import check_int
+from .._validation import check_int, check_real
 from ..claim_keys import METHOD_KEYS
 from ..core.seeds import check_seeds
 from ..fedtopo.screening import TopologyGuidedBlockScreening
@@ -16,8 +16,9 @@ from ..results import load_paper_claims
 from .common import percent
 
 __all__ = ["HYPERPARAMETER_PROBES", "NSKEW_READINGS", "SCHEDULE_KEYS", "TABLE1_METHODS",
-           "TABLE4_SETTINGS", "block_table", "claim_notes", "fedtopo_claim_values",
-           "nskew_claim_values", "table1_variants", "table4_claim_values", "tgbs_over_seeds"]
+           "TABLE2_BLOCKS", "TABLE4_SETTINGS", "block_table", "claim_notes",
+           "fedtopo_claim_values", "nskew_claim_values", "pixel_noise_sd", "table1_variants",
+           "table4_claim_values", "tgbs_over_seeds"]
 
 #: FedTopo Table 1's sixteen methods, in the paper's row order.
 TABLE1_METHODS = ("FedAvg", "FedAvgM", "FedNova", "FedProx", "SCAFFOLD", "FedDyn", "MOON",
@@ -48,6 +49,36 @@ NSKEW_READINGS = {"perload": ({"noise": "per_load"}, None),
 #: (its authors' code, for CIFAR and ResNet-18) and FedAvgM's server momentum 0.9 (Hsu et
 #: al.); 0 makes either method FedAvg (tested), so Table 1's FedAvg is the probe's zero.
 HYPERPARAMETER_PROBES = {"FedFM": ("lam", (0.5, 5.0)), "FedAvgM": ("server_momentum", (0.5,))}
+#: The CNN's blocks of Table 2's Fashion-MNIST rows: FedTopo aligns each in turn
+#: (labels ``FedTopo@<block>`` of :func:`~topofl_lib.deep.deep_variants`).
+TABLE2_BLOCKS = ("conv1", "conv2")
+
+
+def pixel_noise_sd(dataset, sd: float = 0.5) -> float:
+    """A noise sd on [0, 1] pixels in ``dataset``'s standardised units (N-skew's other
+    reading of the noise's units), rounded to 3 decimals as the run's parameter.
+
+    Parameters
+    ----------
+    dataset : ImageDataset
+        Standardised images (:func:`~topofl_lib.deep.load_image_dataset`); its
+        ``pixel_std`` is the standard deviation it divided the pixels by.
+    sd : float, default=0.5
+        The sd on [0, 1] pixels (Appendix C.1's largest N-skew noise).
+
+    Returns
+    -------
+    float
+        ``sd / dataset.pixel_std``, rounded to 3 decimals.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> pixel_noise_sd(SimpleNamespace(pixel_std=0.353))
+    1.416
+    """
+    sd = check_real(sd, "sd", low=0.0, low_open=True)
+    return round(sd / float(dataset.pixel_std), 3)
 
 def tgbs_over_seeds(dataset, seeds, architecture: str = "fmnist_cnn", n_val: int = 1000,
                     progress: bool = True, **tgbs_params) -> pd.DataFrame:
