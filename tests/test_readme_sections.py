@@ -90,3 +90,12 @@ def test_fedtopo_table1_lists_the_measured_methods_in_the_papers_order(tmp_path)
                         "82.00 ± 1.50 | 91.07 | 83.00 ± 1.50 |")
     assert lines[5].endswith("| 90.22 | 89.30 (1 of 5 seeds; the other 4 diverged) |")
     assert lines[5].startswith("| SCAFFOLD | 68.78 | — | 87.43 | — |")
+
+
+def test_fedtopo_table1_shows_no_sd_from_one_seed(tmp_path):
+    claims_csv(tmp_path, {"fedtopo.t1.fmnist.N.fedavg": (18.6, 0.0, 1),
+                          "fedtopo.t1.fmnist.N.fedtopo": (15.4, 0.0, 1)})
+    lines = SECTIONS["fedtopo_table1"](tmp_path).splitlines()
+    assert lines[0].startswith("Final global test accuracy (%), mean ± sd over 1 seed (")
+    assert lines[4] == "| FedAvg | 60.01 | 18.60 | 83.83 | — | 75.97 | — | 91.07 | — |"
+    assert lines[5] == "| FedTopo | 74.96 | 15.40 | 91.30 | — | 89.88 | — | 94.46 | — |"
