@@ -179,3 +179,28 @@ def test_a_long_first_pilot_sets_the_schedule_alone(monkeypatch, long_run, n_pil
     monkeypatch.undo()
     pd.testing.assert_frame_equal(res.final, run_comparison("healthcare", **kw).final,
                                   check_exact=True)
+
+
+def test_a_known_run_time_skips_the_pilots_and_changes_no_number():
+    """seconds_per_run: every run is scheduled from it (none is timed first), on one
+    worker or on two, with the numbers of the timed schedule."""
+    kw = {"seeds": [0, 1], "methods": ["FedAvg", "pTopoFL"], "n_rounds": 2,
+          "progress": False, "scenario_params": {"n_clients": 4, "n_adversarial": 1}}
+    timed = run_comparison("healthcare", **kw)
+    known = run_comparison("healthcare", seconds_per_run=600, **kw)
+    assert known.schedule.reason.startswith("serial: 4 runs of ~600 s"), known.schedule
+    two = run_comparison("healthcare", seconds_per_run=600, n_workers=2, **kw)
+    assert two.schedule.mode == "parallel" and two.schedule.reason.startswith(
+        "parallel: 4 runs of ~600 s"), two.schedule
+    for res in (known, two):
+        pd.testing.assert_frame_equal(res.final, timed.final, check_exact=True)
+        pd.testing.assert_frame_equal(res.curves, timed.curves, check_exact=True)
+
+
+@pytest.mark.parametrize("bad, error", [(-1.0, ValueError), (float("nan"), ValueError),
+                                        ("600", TypeError)])
+def test_a_bad_run_time_is_refused_by_name(tmp_path, bad, error):
+    with pytest.raises(error, match="seconds_per_run"):
+        run_comparison("healthcare", seeds=[0], methods=["FedAvg"], n_rounds=1,
+                       progress=False, cache_dir=tmp_path, seconds_per_run=bad)
+    assert not list(tmp_path.iterdir())  # refused before anything was written

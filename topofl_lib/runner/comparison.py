@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
-from .._validation import check_choice, check_int
+from .._validation import check_choice, check_int, check_real
 from ..progress import RunProgress
 from .assemble import assemble
 from .execute import execute, run_spec
@@ -107,6 +107,7 @@ def run_comparison(
     executor=None,
     device: str = "cpu",
     on_missing: str = "compute",
+    seconds_per_run: float | None = None,
 ) -> ComparisonResult:
     """Run every method on ``scenario`` for each seed.
 
@@ -173,6 +174,12 @@ def run_comparison(
         stop the comparison before anything is computed with a :class:`LookupError`
         naming the missing runs (label and seed). ``"raise"`` reads a committed run store
         (``runs/``) without starting hours of training by mistake.
+    seconds_per_run : float, optional
+        How long one run takes, in seconds, where it is known (runs of minutes at a
+        paper's protocol, say): the schedule is chosen from it and every worker starts at
+        once, instead of after a first run timed here while they wait. ``None``: time
+        the first run (and a second, warm one when the first is short). It changes no
+        number.
 
     Returns
     -------
@@ -198,6 +205,8 @@ def run_comparison(
     """
     runs = check_runs(methods, method_params, variants)
     check_choice(on_missing, "on_missing", ("compute", "raise"))
+    if seconds_per_run is not None:
+        seconds_per_run = check_real(seconds_per_run, "seconds_per_run", low=0.0)
     plan = make_plan(scenario, seeds, runs, n_rounds, scenario_params, cache_dir, device,
                      keep_models, on_divergence, on_damaged)
     if on_missing == "raise" and plan.todo:
@@ -212,7 +221,7 @@ def run_comparison(
                                                                    "custom")
         with RunProgress(len(plan.table), len(records), str(label),
                          store=spec.cache_dir, enabled=progress) as bar:
-            for seed, i, record in execute(plan, spec, pool, schedule):
+            for seed, i, record in execute(plan, spec, pool, schedule, seconds_per_run):
                 records[(seed, i)] = record
                 bar.update()
     return assemble(plan, records, keep_models, schedule[0] if schedule else None)

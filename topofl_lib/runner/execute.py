@@ -7,8 +7,9 @@ stay serial (short runs do not pay for starting workers) or go to the executor i
 batches (each batch long enough to pay for handing it over). A first pilot of at least
 :data:`LONG_RUN_SECONDS` is work, not one-time cost, and is timing enough: the second
 pilot is skipped, so that the workers do not wait for it (at FedTopo's paper protocol a
-run takes minutes). Records are yielded as runs finish; the workers have already written
-them to the run store.
+run takes minutes); a caller that knows a run's duration (``seconds_per_run``) skips both,
+and every worker starts at once. Records are yielded as runs finish; the workers have
+already written them to the run store.
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ def _pilot(spec: RunSpec, item: tuple, executor: Executor) -> tuple[dict, float]
 
 
 def execute(plan: Plan, spec: RunSpec, executor: Executor,
-            schedule_out: list | None = None) -> Iterator[tuple[int, int, dict]]:
+            schedule_out: list | None = None, seconds_per_run: float | None = None
+            ) -> Iterator[tuple[int, int, dict]]:
     """Compute the plan's remaining runs; yield ``(seed, run, record)`` as each finishes.
 
     The runs computed in this process run pinned to a device of the plan's kind
@@ -89,6 +91,9 @@ def execute(plan: Plan, spec: RunSpec, executor: Executor,
         Where the runs after the pilot go when parallel.
     schedule_out : list, optional
         Receives the :class:`~topofl_lib.runner.schedule.Schedule` chosen.
+    seconds_per_run : float, optional
+        One run's known duration: no pilot is timed, and the schedule of every run is
+        chosen from it.
 
     Yields
     ------
@@ -102,9 +107,9 @@ def execute(plan: Plan, spec: RunSpec, executor: Executor,
     try:  # this process runs pinned to the plan's device (it may compute in parallel too)
         with pinned(spec.device) if here else nullcontext():
             startup = executor.startup_seconds
-            n_pilots = 0
-            while n_pilots < (2 if len(todo) > 2 else 1):  # the second: warm
-                item = todo[n_pilots]
+            n_pilots, seconds = 0, seconds_per_run
+            while seconds_per_run is None and n_pilots < (2 if len(todo) > 2 else 1):
+                item = todo[n_pilots]  # the second pilot: a warm run
                 record, seconds = _pilot(spec, item, executor)
                 yield item[0], item[1], record
                 n_pilots += 1
