@@ -133,3 +133,17 @@ def test_figure_values_and_every_dict_renders():
     text = render("{mean_first:.2f} after round {first}, {closer} of {n_clients}; "
                   "{mean_last:.2f} after {last}", **v)
     assert text == "1.25 after round 1, 1 of 2; 1.75 after 5"
+
+
+def test_personal_values_set_each_decoupled_method_beside_its_personal_models():
+    """Both decoupled methods, each partition that ran the personal models, NaN seeds
+    (diverged) left out; none without personal runs."""
+    final = _final([("FedPAC", "L", 0, 0.70), ("FedPAC", "L", 1, 0.72),
+                    ("FedPAC (personal models)", "L", 0, 0.45),
+                    ("FedPAC (personal models)", "L", 1, 0.47),
+                    ("FedCCFA", "K", 0, 0.80), ("FedCCFA (personal models)", "K", 0, np.nan),
+                    ("FedCCFA (personal models)", "K", 1, 0.76), ("FedPAC", "N", 0, 0.88)])
+    assert fs.personal_values(final) == (
+        "FedPAC L-skew 71.00 ± 1.41 (personal models 46.00 ± 1.41), "
+        "FedCCFA K-skew 80.00 (personal models 76.00)")
+    assert fs.personal_values(final[~final["method"].str.endswith(")")]) == "none"

@@ -271,6 +271,34 @@ def test_fedccfa_parameters_are_validated(digits):
             _deep("FedCCFA", **kw).fit(digits)
 
 
+@pytest.mark.parametrize("name", ["FedPAC", "FedCCFA"])
+def test_global_deploy_scores_the_global_extractor_with_the_averaged_classifiers(digits,
+                                                                                name):
+    """deploy="global" trains exactly as "personal" does and scores every client with one
+    model: the global extractor with the clients' classifiers averaged by data volume."""
+    own, glob = _deep(name).fit(digits), _deep(name, deploy="global").fit(digits)
+    np.testing.assert_array_equal(glob.coef_, own.coef_)
+    np.testing.assert_array_equal(glob.client_models_, own.client_models_)
+    np.testing.assert_array_equal(glob.global_model_, own.global_model_)
+    n = np.array([c.n_train for c in digits.clients], dtype=np.float64)
+    head = np.zeros(own.coef_.size, dtype=bool)
+    head[-sum(p.numel() for p in own.learner_.net.classifier.parameters()):] = True
+    np.testing.assert_allclose(glob.global_model_[head], n @ own.client_models_[:, head]
+                               / n.sum(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(glob.global_model_[~head], own.coef_[~head])
+    X, y = digits.clients[0].X_test, digits.clients[0].y_test
+    expected = own.learner_.evaluate(glob.global_model_, X, y)[1]
+    assert glob.history_["client_accuracy"][-1] == pytest.approx([expected] * 3)
+    assert own.history_["client_accuracy"][-1] == pytest.approx(  # each its own model
+        [own.learner_.evaluate(w, X, y)[1] for w in own.client_models_])
+
+
+@pytest.mark.parametrize("name", ["FedPAC", "FedCCFA"])
+def test_deploy_is_validated(digits, name):
+    with pytest.raises(ValueError, match="unknown deploy 'both'; expected one of"):
+        _deep(name, deploy="both").fit(digits)
+
+
 def test_deep_variants_labels():
     v = deep_variants(["MOON", "FedFM", "FedPAC", "FedCCFA"])
     assert v["FedCCFA"][0] == "FedCCFA" and v["FedCCFA"][1]["gamma"] == 20.0

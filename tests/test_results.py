@@ -638,3 +638,25 @@ def test_label_aware_claim_rows_are_beyond_the_paper():
                 assert f"topofl.cc.detect.{rate}.{d}.{suffix}" in cc.index
                 assert f"topofl.cc.detect.noisy.{rate}.{d}.{suffix}" in cc.index
         assert f"topofl.cc.privacy.{d}.mia.auc" in cc.index
+
+
+def test_table1_variants_score_the_decoupled_methods_both_ways_on_the_label_skews():
+    """Table 1's FedPAC and FedCCFA score the global model; on L- and K-skew they run
+    scored with personal models too: the same parameters but deploy, so the personal
+    runs keep the keys they were stored under before deploy existed."""
+    from topofl_lib.deep.experiments import PERSONAL
+    from topofl_lib.studies.fedtopo import table1_variants
+
+    methods = ["FedAvg", "FedPAC", "FedCCFA"]
+    for part in "LK":
+        v = table1_variants(part, methods, 2, {}, {})
+        assert list(v)[-2:] == [f"FedPAC{PERSONAL}", f"FedCCFA{PERSONAL}"]
+        for m in ("FedPAC", "FedCCFA"):
+            table1, own = v[m], v[f"{m}{PERSONAL}"]
+            assert table1[0] == own[0] == m and table1[1]["deploy"] == "global"
+            assert "deploy" not in own[1]
+            assert {k: p for k, p in table1[1].items() if k != "deploy"} == own[1]
+    for part in "NQ":
+        assert list(table1_variants(part, methods, 2, {}, {})) == methods
+    assert list(table1_variants("K", ["FedAvg", "FedPAC"], 2, {}, {})) == [
+        "FedAvg", "FedPAC", f"FedPAC{PERSONAL}"]

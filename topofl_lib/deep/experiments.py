@@ -24,7 +24,12 @@ overridden. Labels:
   CIFAR-100 value); ``"FedFM"``: lambda 50, tau 0.1 (the FedFM authors' code), matching
   from round 2; ``"FedPAC"``: lambda 1, one classifier epoch (FedPAC's defaults);
   ``"FedCCFA"``: gamma 20, tau 0.1, DBSCAN eps 0.1 (the FedCCFA authors' configuration),
-  aligning from round 2;
+  aligning from round 2. These two have a classifier per client and no global one;
+  FedTopo's Table 1 scores "the global model", so these labels score every client with
+  the global extractor and the clients' classifiers averaged by data volume
+  (``deploy="global"``), and ``"FedPAC (personal models)"`` and ``"FedCCFA (personal
+  models)"`` score each client with its own model, the methods' own deployment (the
+  same training, bit for bit);
 * ``"FedTopo"`` (Smooth-Topo), ``"FedTopo w/o TAL"``, ``"FedTopo[<schedule>]"`` for
   one of :data:`topofl_lib.fedtopo.SCHEDULES`, ``"FedTopo@<block>"`` for another
   block (``"FedTopo@conv1"``, the block plain ``"FedTopo"`` aligns, is the same
@@ -52,7 +57,7 @@ from .learner import TorchModel
 #: The block FedTopo aligns unless told otherwise.
 _FEDTOPO_BLOCK = inspect.signature(FedTopo).parameters["block"].default
 
-__all__ = ["DEEP_LABELS", "deep_variants", "sweep_variants"]
+__all__ = ["DECOUPLED_LABELS", "DEEP_LABELS", "PERSONAL", "deep_variants", "sweep_variants"]
 
 #: FedTopo Table 1's aggregation baselines: label -> their own parameters (FedTopo gives
 #: none; see their modules).
@@ -65,10 +70,23 @@ _BASELINE_PARAMS = {
 #: FedTopo's distillation baselines, run with their own papers' defaults (their classes).
 DISTILLATION_LABELS = ("FedDF", "FedSA", "FedGen", "FedFTG")
 DESCRIPTOR_OF = {label: d for d, label in PTOPOFL_LABELS.items()}
+#: The suffix of a decoupled method's label scored with each client's own model.
+PERSONAL = " (personal models)"
+#: The methods with a classifier per client (:class:`~topofl_lib.federated.representation.
+#: DecoupledFedAvg`), each also as ``label + PERSONAL``.
+DECOUPLED_LABELS = ("FedPAC", "FedCCFA")
 DEEP_LABELS = ("FedAvg", "FedProx", "SCAFFOLD", "pFedMe", "pTopoFL", "pTopoFL-CC",
-               "pTopoFL-MA", "Median", "TrimmedMean", "Krum", "MOON", "FedFM", "FedPAC",
-               "FedCCFA", "FedTopo", "FedTopo w/o TAL", "FedTopo[<schedule>]",
-               "FedTopo@<block>", *_BASELINE_PARAMS, *DISTILLATION_LABELS)
+               "pTopoFL-MA", "Median", "TrimmedMean", "Krum", "MOON", "FedFM",
+               *DECOUPLED_LABELS, *(f"{m}{PERSONAL}" for m in DECOUPLED_LABELS), "FedTopo",
+               "FedTopo w/o TAL", "FedTopo[<schedule>]", "FedTopo@<block>",
+               *_BASELINE_PARAMS, *DISTILLATION_LABELS)
+
+
+def _deploy(label: str) -> dict:
+    """A decoupled method's scoring: Table 1's global model, unless the label asks for the
+    personal models (the methods' default, left unset so that those runs keep the keys
+    they were stored under)."""
+    return {} if label.endswith(PERSONAL) else {"deploy": "global"}
 
 
 def deep_variants(labels, architecture: str = "fmnist_cnn", lr: float = 0.01,
@@ -120,11 +138,12 @@ def deep_variants(labels, architecture: str = "fmnist_cnn", lr: float = 0.01,
                                   "tau": 0.5})
         elif label == "FedFM":
             out[label] = (label, {**common, "lam": 50.0, "tau": 0.1, "start_round": 2})
-        elif label == "FedPAC":
-            out[label] = (label, {**common, "lam": 1.0, "head_epochs": 1})
-        elif label == "FedCCFA":
-            out[label] = (label, {**common, "gamma": 20.0, "tau": 0.1, "eps": 0.1,
-                                  "start_round": 2})
+        elif label.removesuffix(PERSONAL) == "FedPAC":
+            out[label] = ("FedPAC", {**common, "lam": 1.0, "head_epochs": 1,
+                                     **_deploy(label)})
+        elif label.removesuffix(PERSONAL) == "FedCCFA":
+            out[label] = ("FedCCFA", {**common, "gamma": 20.0, "tau": 0.1, "eps": 0.1,
+                                      "start_round": 2, **_deploy(label)})
         elif label in DESCRIPTOR_OF:
             out[label] = ("pTopoFL", {**common, "augment": False, "n_clusters": 3, "n_sub": 200,
                                       **({} if label == "pTopoFL"  # the default descriptor

@@ -131,6 +131,10 @@ class FedCCFA(DecoupledFedAvg):
         Learning rates of the two classifier phases; ``None``: ``lr``.
     start_round : int, default=2
         First round (1-based) with the feature alignment.
+    deploy : {"personal", "global"}, default="personal"
+        What the clients are scored with: their own models (``client_models_``,
+        FedCCFA's deployment) or ``global_model_`` (FedTopo's Table 1 scores "the global
+        model"; the server's own classifier is never trained).
 
     Attributes
     ----------
@@ -146,15 +150,17 @@ class FedCCFA(DecoupledFedAvg):
         The last round's cluster of every client for every class.
     align_weights_ : ndarray (K,)
         The adaptive alignment weights (entropy over ``gamma``) of the last round.
+    global_model_ : ndarray (dim,)
+        The global extractor with the clients' classifiers averaged by data volume.
     """
 
     name = "FedCCFA"
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
                  gamma=20.0, tau=0.1, eps=0.1, clf_epochs=1, balanced_epochs=5,
-                 balanced_size=5, clf_lr=None, balanced_lr=None, start_round=2, model=None,
-                 random_state=None, rng_streams="shared", evaluate_on=None,
-                 standardise=None):
+                 balanced_size=5, clf_lr=None, balanced_lr=None, start_round=2,
+                 deploy="personal", model=None, random_state=None, rng_streams="shared",
+                 evaluate_on=None, standardise=None):
         super().__init__(n_rounds, lr, local_epochs, batch_size, C, model, random_state,
                          rng_streams, evaluate_on=evaluate_on, standardise=standardise)
         self.gamma = gamma
@@ -166,6 +172,7 @@ class FedCCFA(DecoupledFedAvg):
         self.clf_lr = clf_lr
         self.balanced_lr = balanced_lr
         self.start_round = start_round
+        self.deploy = deploy
 
     def _check_params(self):
         super()._check_params()
@@ -255,6 +262,7 @@ class FedCCFA(DecoupledFedAvg):
         self.prototypes_ = protos
         self.client_models_ = np.tile(self.coef_, (K, 1)).astype(np.float64)
         self.client_models_[:, self._head] = self._from_label_rows(rows)
+        self._set_global_model()
 
     def _merge(self, c: int, rows: np.ndarray, protos: np.ndarray, counts: np.ndarray):
         """Average label classifier ``c`` and prototype ``c`` in each cluster of 2 or more."""

@@ -148,6 +148,9 @@ class FedPAC(DecoupledFedAvg):
         Epochs of the classifier phase (FedPAC: 1).
     head_lr : float or None, default=None
         Learning rate of the classifier phase; ``None``: ``lr``.
+    deploy : {"personal", "global"}, default="personal"
+        What the clients are scored with: their own models (``client_models_``, FedPAC's
+        deployment) or ``global_model_`` (FedTopo's Table 1 scores "the global model").
 
     Attributes
     ----------
@@ -162,18 +165,22 @@ class FedPAC(DecoupledFedAvg):
         The global class centroids after the last round.
     collaboration_ : ndarray (K, K)
         The last round's classifier-combination weights (row ``i``: client ``i``'s).
+    global_model_ : ndarray (dim,)
+        The global extractor with the clients' combined classifiers averaged by data
+        volume.
     """
 
     name = "FedPAC"
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
-                 lam=1.0, head_epochs=1, head_lr=None, model=None, random_state=None,
-                 rng_streams="shared", evaluate_on=None, standardise=None):
+                 lam=1.0, head_epochs=1, head_lr=None, deploy="personal", model=None,
+                 random_state=None, rng_streams="shared", evaluate_on=None, standardise=None):
         super().__init__(n_rounds, lr, local_epochs, batch_size, C, model, random_state,
                          rng_streams, evaluate_on=evaluate_on, standardise=standardise)
         self.lam = lam
         self.head_epochs = head_epochs
         self.head_lr = head_lr
+        self.deploy = deploy
 
     def _check_params(self):
         super()._check_params()
@@ -222,3 +229,4 @@ class FedPAC(DecoupledFedAvg):
         heads = self.collaboration_ @ local[:, self._head].astype(np.float64)
         self.client_models_ = np.tile(self.coef_, (K, 1))
         self.client_models_[:, self._head] = heads
+        self._set_global_model()

@@ -28,10 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import check_choice
 from .fedavg import FedAvg
 from .local import local_sgd
 
-__all__ = ["DecoupledFedAvg", "FeatureLossFedAvg", "class_means", "frozen_features"]
+__all__ = ["DEPLOYS", "DecoupledFedAvg", "FeatureLossFedAvg", "class_means", "frozen_features"]
 
 
 def frozen_features(learner: Any, w: np.ndarray, X: np.ndarray) -> Any:
@@ -146,6 +147,11 @@ class FeatureLossFedAvg(FedAvg):
         return gradient
 
 
+#: What a decoupled method's clients are scored with: their own model (the method's
+#: deployment) or one global model (FedTopo's Table 1 scores "the global model").
+DEPLOYS = ("personal", "global")
+
+
 class DecoupledFedAvg(FeatureLossFedAvg):
     """FedAvg with the network split into extractor and classifier, and a classifier per
     client: the base of the decoupled methods (FedPAC, FedCCFA).
@@ -153,7 +159,9 @@ class DecoupledFedAvg(FeatureLossFedAvg):
     A client starts a round from the global extractor and its own classifier
     (:meth:`_start_model`) and trains in phases that update one part only
     (:meth:`_phase`: the other part's gradient is zeroed, so its momentum stays zero too);
-    it deploys ``client_models_[k]``.
+    it deploys ``client_models_[k]``. These methods have no global classifier; a
+    subclass's ``deploy="global"`` scores every client with ``global_model_`` instead: the
+    global extractor with the clients' deployed classifiers averaged by data volume.
 
     Parameters
     ----------
@@ -172,7 +180,22 @@ class DecoupledFedAvg(FeatureLossFedAvg):
         The models the clients returned in the last round.
     client_models_ : ndarray (K, dim)
         What each client deploys: the global extractor with its own classifier.
+    global_model_ : ndarray (dim,)
+        The global extractor with the clients' classifiers (``client_models_``) averaged
+        by data volume.
     """
+
+    deploy = "personal"  # a subclass's parameter
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_choice(self.deploy, "deploy", DEPLOYS)
+
+    def _set_global_model(self) -> None:
+        """``global_model_`` from this round's ``coef_`` and ``client_models_`` (the
+        subclasses call it at the end of every round)."""
+        heads = self._n @ self.client_models_ / self._n.sum()
+        self.global_model_ = np.where(self._head, heads, self.coef_).astype(self.coef_.dtype)
 
     def _setup(self, K: int, w0: np.ndarray) -> None:
         super()._setup(K, w0)
@@ -185,6 +208,7 @@ class DecoupledFedAvg(FeatureLossFedAvg):
         self._head = np.zeros(w0.size, dtype=bool)
         self._head[w0.size - sum(p.numel() for p in head):] = True
         self.client_models_ = np.tile(w0, (K, 1))
+        self.global_model_ = np.array(w0, copy=True)
 
     def _start_model(self, k: int) -> np.ndarray:
         """Client ``k``'s model at the start of a round: global extractor, own classifier."""
@@ -215,4 +239,4 @@ class DecoupledFedAvg(FeatureLossFedAvg):
                          momentum=learner.momentum)[0]
 
     def _client_model(self, k: int) -> np.ndarray:
-        return self.client_models_[k]
+        return self.global_model_ if self.deploy == "global" else self.client_models_[k]

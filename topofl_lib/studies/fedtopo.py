@@ -15,8 +15,8 @@ from ..fedtopo.screening import TopologyGuidedBlockScreening
 from ..results import load_paper_claims
 from .common import percent
 
-__all__ = ["HYPERPARAMETER_PROBES", "NSKEW_READINGS", "SCHEDULE_KEYS", "TABLE1_METHODS",
-           "TABLE2_BLOCKS", "TABLE4_SETTINGS", "block_table", "claim_notes",
+__all__ = ["HYPERPARAMETER_PROBES", "NSKEW_READINGS", "PERSONAL_PARTITIONS", "SCHEDULE_KEYS",
+           "TABLE1_METHODS", "TABLE2_BLOCKS", "TABLE4_SETTINGS", "block_table", "claim_notes",
            "fedtopo_claim_values", "nskew_claim_values", "pixel_noise_sd", "table1_variants",
            "table4_claim_values", "tgbs_over_seeds"]
 
@@ -49,6 +49,10 @@ NSKEW_READINGS = {"perload": ({"noise": "per_load"}, None),
 #: (its authors' code, for CIFAR and ResNet-18) and FedAvgM's server momentum 0.9 (Hsu et
 #: al.); 0 makes either method FedAvg (tested), so Table 1's FedAvg is the probe's zero.
 HYPERPARAMETER_PROBES = {"FedFM": ("lam", (0.5, 5.0)), "FedAvgM": ("server_momentum", (0.5,))}
+#: The partitions where FedPAC and FedCCFA also run scored with each client's own model
+#: (Table 1 scores the global model): the label skews, where a client's classifier differs
+#: most from the others'.
+PERSONAL_PARTITIONS = ("L", "K")
 #: The CNN's blocks of Table 2's Fashion-MNIST rows: FedTopo aligns each in turn
 #: (labels ``FedTopo@<block>`` of :func:`~topofl_lib.deep.deep_variants`).
 TABLE2_BLOCKS = ("conv1", "conv2")
@@ -157,8 +161,10 @@ def block_table(tgbs: pd.DataFrame, final: pd.DataFrame) -> pd.DataFrame:
 
 def table1_variants(partition: str, methods, local_epochs: int, fedtopo: dict,
                     schedule: dict) -> dict:
-    """The runs of one Table 1 partition: ``methods``, and on L-skew also FedTopo without
-    TAL (Table 3's Setting B) and FedTopo with ``alpha_max = 100``.
+    """The runs of one Table 1 partition: ``methods``, on L-skew also FedTopo without
+    TAL (Table 3's Setting B) and FedTopo with ``alpha_max = 100``, and on the label
+    skews (:data:`PERSONAL_PARTITIONS`) the decoupled methods among ``methods`` scored
+    with each client's own model too (``"FedPAC (personal models)"``...).
 
     Parameters
     ----------
@@ -176,9 +182,11 @@ def table1_variants(partition: str, methods, local_epochs: int, fedtopo: dict,
     dict
         ``{label: (method name, params)}`` for :func:`~topofl_lib.runner.run_comparison`.
     """
-    from ..deep.experiments import deep_variants
+    from ..deep.experiments import DECOUPLED_LABELS, PERSONAL, deep_variants
 
     labels = list(methods) + (["FedTopo w/o TAL"] if partition == "L" else [])
+    if partition in PERSONAL_PARTITIONS:
+        labels += [f"{m}{PERSONAL}" for m in DECOUPLED_LABELS if m in methods]
     variants = deep_variants(labels, local_epochs=local_epochs, fedtopo=fedtopo,
                              schedule=schedule)
     if partition == "L" and "FedTopo" in methods:

@@ -20,8 +20,8 @@ from ..claim_keys import METHOD_KEYS
 from .common import mean_sd, percent
 
 __all__ = ["alpha_floor_values", "diverged_runs", "figure_values", "mean_sd", "nskew_values",
-           "paper_gaps", "seed_range", "table1_values", "table2_values", "table3_values",
-           "table4_values"]
+           "paper_gaps", "personal_values", "seed_range", "table1_values", "table2_values",
+           "table3_values", "table4_values"]
 
 NONE = "none"
 
@@ -147,6 +147,42 @@ def nskew_values(final: pd.DataFrame, compared: pd.DataFrame, readings: pd.DataF
                                      for r, g in fedavg.groupby("reading", sort=False)),
             "lowest": by.min() if by.size else np.nan,
             "lowest_reading": by.idxmin() if by.size else NONE}
+
+
+def personal_values(final: pd.DataFrame) -> str:
+    """FedPAC's and FedCCFA's Table 1 accuracy (the global model) beside their accuracy
+    scored with each client's own model, on the partitions that ran both.
+
+    Parameters
+    ----------
+    final : pandas.DataFrame
+        Final rows (``method``, ``partition``, ``seed``, ``accuracy``), with the labels of
+        :func:`~topofl_lib.deep.deep_variants` (``"FedPAC"``, ``"FedPAC (personal
+        models)"``...).
+
+    Returns
+    -------
+    str
+        ``"FedPAC L-skew 71.20 ± 3.10 (personal models 45.70 ± 4.00), ..."``, mean ± sd
+        over seeds in percent, or ``none`` where no partition ran both.
+
+    Examples
+    --------
+    >>> final = pd.DataFrame({"method": ["FedPAC", "FedPAC (personal models)"],
+    ...                       "partition": ["L", "L"], "seed": [0, 0],
+    ...                       "accuracy": [0.712, 0.457]})
+    >>> personal_values(final)
+    'FedPAC L-skew 71.20 (personal models 45.70)'
+    """
+    from ..deep.experiments import DECOUPLED_LABELS, PERSONAL
+
+    parts = []
+    for method in DECOUPLED_LABELS:
+        for part in sorted(set(final.loc[final["method"] == f"{method}{PERSONAL}", "partition"])):
+            table1, own = (_accuracy(final, m, part) for m in (method, f"{method}{PERSONAL}"))
+            parts.append(f"{method} {part}-skew {mean_sd(table1)} (personal models "
+                         f"{mean_sd(own)})")
+    return _names(parts)
 
 
 def seed_range(final: pd.DataFrame, method: str, partition: str) -> dict:

@@ -99,6 +99,7 @@ METHOD_VARIANTS: dict[str, tuple[str, int]] = {
     "FedTopo[warmup]": ("FedTopo", 3), "FedTopo[linear]": ("FedTopo", 4),
     "FedTopo[piecewise]": ("FedTopo", 5), "FedTopo[smooth]": ("FedTopo", 6),
     "FedTopo@conv1": ("FedTopo", 7), "FedTopo@conv2": ("FedTopo", 8),
+    "FedPAC (personal models)": ("FedPAC", 1), "FedCCFA (personal models)": ("FedCCFA", 1),
 }
 #: Dash patterns: a method is solid, its variant ``k`` is ``DASHES[1 + (k - 1) % 5]``.
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
