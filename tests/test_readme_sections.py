@@ -99,3 +99,13 @@ def test_fedtopo_table1_shows_no_sd_from_one_seed(tmp_path):
     assert lines[0].startswith("Final global test accuracy (%), mean ± sd over 1 seed (")
     assert lines[4] == "| FedAvg | 60.01 | 18.60 | 83.83 | — | 75.97 | — | 91.07 | — |"
     assert lines[5] == "| FedTopo | 74.96 | 15.40 | 91.30 | — | 89.88 | — | 94.46 | — |"
+
+
+def test_the_fedtopo_notebook_has_the_section_the_readme_quotes():
+    """Renaming the heading in the notebook would leave the README's quote without a
+    source: the publisher would fail at the end of a long run. Caught here instead."""
+    from topofl_lib.readme_sections import FEDTOPO_COMPARISON_HEADING
+
+    source = Path(__file__).resolve().parents[1] / "notebooks" / "fedtopo.ipynb"
+    text = notebook_markdown(source, FEDTOPO_COMPARISON_HEADING)
+    assert "**What could not be run here:**" in text  # its last paragraph, a Markdown cell

@@ -38,6 +38,7 @@ from .traceability import (
 )
 
 __all__ = [
+    "FEDTOPO_COMPARISON_HEADING",
     "SECTIONS",
     "Table",
     "notebook_markdown",
