@@ -488,6 +488,11 @@ def _has_fedtopo_t1(table: Table) -> bool:
         for p in _PARTITIONS)
 
 
+def _diverged_cell(shown: str, finished: int, runs: int) -> str:
+    """A Table 1 cell whose runs did not all finish: the mean and how many finished."""
+    return f"{shown} ({finished} of {runs} seeds; the other {runs - finished} diverged)"
+
+
 def _fedtopo_printed_cell(table: Table | None, method: str, part: str) -> str:
     """A Table 1 cell from the notebook's printed table: ``mean ± sd`` as printed or,
     where runs diverged, the mean of those that finished and how many did."""
@@ -501,8 +506,7 @@ def _fedtopo_printed_cell(table: Table | None, method: str, part: str) -> str:
     if not math.isfinite(_printed_number(shown)):
         return "—"
     if finished < runs:
-        return (f"{shown} ({finished:.0f} of {runs:.0f} seeds; the other "
-                f"{runs - finished:.0f} diverged)")
+        return _diverged_cell(shown, int(finished), int(runs))
     spread = table.cells.get(((method,), std))
     return f"{shown} ± {spread}" if math.isfinite(_printed_number(spread)) else shown
 
@@ -513,8 +517,7 @@ def _fedtopo_claim_cell(claim: _Claim, n_runs: int) -> str:
     shown = _mean_sd(claim.mean, claim.std if claim.n_seeds > 1 else math.nan, 2)
     if not math.isfinite(claim.mean) or claim.n_seeds >= n_runs:
         return shown
-    return (f"{shown} ({claim.n_seeds} of {n_runs} seeds; the other "
-            f"{n_runs - claim.n_seeds} diverged)")
+    return _diverged_cell(shown, claim.n_seeds, n_runs)
 
 
 @register_section("fedtopo_table1")
