@@ -74,8 +74,7 @@ def test_readme_sections_equal_a_fresh_rendering():
 
 
 #: Published notebooks whose source has changed since, and why they wait.
-AWAITING = {"fedtopo": "issue 27: re-published once Table 1's five seeds of all sixteen methods "
-                       "are in the run store"}
+AWAITING: dict[str, str] = {}
 
 
 def _cells(path: Path) -> list[tuple[str, str]]:
