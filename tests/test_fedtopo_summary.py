@@ -34,6 +34,22 @@ def test_table1_values_sorts_comparisons_by_their_adjusted_interval():
     assert empty["ahead"] == empty["behind"] == empty["vs_reference"] == "none"
 
 
+def test_paired_grid_has_a_cell_per_method_and_partition_and_marks_the_excluding_intervals():
+    paired = _paired([("N", "FedAvg", 0.01, -0.02, 0.04, 2, 3),
+                      ("N", "MOON", 0.05, 0.01, 0.09, 3, 3),
+                      ("L", "FedAvg", -0.03, -0.05, -0.01, 0, 5),
+                      ("L", "FedDC", 0.0, np.nan, np.nan, 0, 1)])
+    grid = fs.paired_grid(paired)
+    assert grid.index.tolist() == ["FedAvg", "MOON", "FedDC"]
+    assert grid.columns.tolist() == ["N", "L"]
+    assert grid.loc["FedAvg"].tolist() == ["+1.00 (-2.00 to +4.00)", "-3.00 (-5.00 to -1.00) *"]
+    assert grid.loc["MOON"].tolist() == ["+5.00 (+1.00 to +9.00) *", ""]
+    assert grid.loc["FedDC"].tolist() == ["", "+0.00"]
+    # every comparison appears once, and the marks count table1_values' verdicts
+    v = fs.table1_values(paired)
+    assert grid.map(lambda c: c.endswith("*")).sum().sum() == v["n_ahead"] + v["n_behind"]
+
+
 def test_diverged_runs_names_method_partition_and_seeds():
     final = _final([("SCAFFOLD", "Q", 1, np.nan), ("SCAFFOLD", "Q", 0, np.nan),
                     ("SCAFFOLD", "Q", 2, 0.9), ("FedFM", "L", 0, np.nan),

@@ -20,8 +20,8 @@ from ..claim_keys import METHOD_KEYS
 from .common import mean_sd, percent
 
 __all__ = ["alpha_floor_values", "diverged_runs", "figure_values", "mean_sd", "nskew_values",
-           "paper_gaps", "personal_values", "seed_range", "table1_values", "table2_values",
-           "table3_values", "table4_values"]
+           "paired_grid", "paper_gaps", "personal_values", "seed_range", "table1_values",
+           "table2_values", "table3_values", "table4_values"]
 
 NONE = "none"
 
@@ -75,6 +75,42 @@ def table1_values(paired: pd.DataFrame, reference: str = "FedAvg") -> dict:
             "vs_reference": "; ".join(f"{p}-skew {_interval(r)}" for p, r in ref.iterrows())
             or NONE,
             "seeds": f"{n.min()}" if n.min() == n.max() else f"{n.min()} to {n.max()}"}
+
+
+def paired_grid(paired: pd.DataFrame) -> pd.DataFrame:
+    """The family of paired differences as one row per method and one column per partition.
+
+    Parameters
+    ----------
+    paired : pandas.DataFrame
+        :func:`~topofl_lib.statistics.holm_family` of ``FedTopo - other`` per partition
+        (index: partition, method).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index: the methods in their first order of appearance; columns: the partitions in
+        theirs. A cell is ``"+0.99 (-2.65 to +4.64)"`` (difference and adjusted interval,
+        points; the difference alone with one seed), with ``*`` after an interval that
+        excludes 0, or ``""`` where the method did not run on that partition.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> paired = pd.DataFrame({"mean_diff": [0.01, 0.05], "ci_low_adj": [-0.02, 0.01],
+    ...                        "ci_high_adj": [0.04, 0.09]},
+    ...                       index=pd.MultiIndex.from_tuples([("N", "FedAvg"), ("L", "FedAvg")]))
+    >>> paired_grid(paired).loc["FedAvg"].tolist()
+    ['+1.00 (-2.00 to +4.00)', '+5.00 (+1.00 to +9.00) *']
+    """
+    cells = {(m, p): _interval(r) + (" *" if r["ci_low_adj"] > 0 or r["ci_high_adj"] < 0
+                                     else "")
+             for (p, m), r in paired.iterrows()}
+    methods = list(dict.fromkeys(paired.index.get_level_values(1)))
+    partitions = list(dict.fromkeys(paired.index.get_level_values(0)))
+    return pd.DataFrame([[cells.get((m, p), "") for p in partitions] for m in methods],
+                        index=pd.Index(methods, name="method"),
+                        columns=pd.Index(partitions, name="partition"))
 
 
 def diverged_runs(final: pd.DataFrame) -> str:
