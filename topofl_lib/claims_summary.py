@@ -512,6 +512,12 @@ def _paper_cell(r) -> str:
     return f"{r['value_text']}{spread}"
 
 
+def _ours_cell(r) -> str:
+    """``"mean ± sd"``; the mean alone from one seed, which has no spread."""
+    mean = _fmt(r["measured_mean"], ".4g")
+    return f"{mean} ± {_fmt(r['measured_std'], '.2g')}" if r["n_seeds"] > 1 else mean
+
+
 def comparison_markdown(summary: pd.DataFrame) -> str:
     """The rows of ``comparison.md``: paper value beside ours, verdict, protocol, note.
 
@@ -535,8 +541,7 @@ def comparison_markdown(summary: pd.DataFrame) -> str:
         verdict = "**differs**" if r["verdict"] == "differs" else r["verdict"]
         lines.append(
             f"| `{cid}` | {_cell(r['setting'])} | {_cell(r['method'])} | {_cell(r['metric'])} | "
-            f"{_cell(_paper_cell(r))} | {_fmt(r['measured_mean'], '.4g')} ± "
-            f"{_fmt(r['measured_std'] if r['n_seeds'] else np.nan, '.2g')} | "
+            f"{_cell(_paper_cell(r))} | {_ours_cell(r)} | "
             f"{int(r['n_seeds'])} | "
             f"{_fmt(r['difference'], '+.3g')} | {verdict} | {r['profile']} | "
             f"{r['protocol']} | {_cell(r['differs'])} | {_cell(r['note'])} |")
