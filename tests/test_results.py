@@ -155,7 +155,7 @@ def test_a_not_run_row_in_a_claim_file_is_read_and_shown_without_value(tmp_path)
             0, "not run", note, "fedtopo")
     _, md = comparison_document(tmp_path)
     line = next(ln for ln in md.splitlines() if "fedtopo.t3.a.with`" in ln)
-    assert "| 67.05 | — ± — | 0 |" in line and note in line
+    assert "| 67.05 | — | 0 |" in line and note in line
 
 
 def test_comparison_markdown_contains_paper_value():
