@@ -16,15 +16,21 @@ def _paired(rows):
                         columns=["mean_diff", "ci_low_adj", "ci_high_adj", "wins", "n_seeds"])
 
 
+def _family():
+    """A family of four comparisons: one ahead (MOON, N), one behind (FedAvg, L), one whose
+    interval contains 0 (FedAvg, N) and one with a single seed (FedDC, L)."""
+    return _paired([("N", "FedAvg", 0.01, -0.02, 0.04, 2, 3),
+                    ("N", "MOON", 0.05, 0.01, 0.09, 3, 3),
+                    ("L", "FedAvg", -0.03, -0.05, -0.01, 0, 5),
+                    ("L", "FedDC", 0.0, np.nan, np.nan, 0, 1)])
+
+
 def _final(rows):
     return pd.DataFrame(rows, columns=["method", "partition", "seed", "accuracy"])
 
 
 def test_table1_values_sorts_comparisons_by_their_adjusted_interval():
-    paired = _paired([("N", "FedAvg", 0.01, -0.02, 0.04, 2, 3),
-                      ("N", "MOON", 0.05, 0.01, 0.09, 3, 3),
-                      ("L", "FedAvg", -0.03, -0.05, -0.01, 0, 5),
-                      ("L", "FedDC", 0.0, np.nan, np.nan, 0, 1)])
+    paired = _family()
     v = fs.table1_values(paired)
     assert (v["n_comparisons"], v["n_ahead"], v["n_behind"]) == (3, 1, 1)
     assert v["ahead"] == "MOON (N)" and v["behind"] == "FedAvg (L)"
@@ -35,10 +41,7 @@ def test_table1_values_sorts_comparisons_by_their_adjusted_interval():
 
 
 def test_paired_grid_has_a_cell_per_method_and_partition_and_marks_the_excluding_intervals():
-    paired = _paired([("N", "FedAvg", 0.01, -0.02, 0.04, 2, 3),
-                      ("N", "MOON", 0.05, 0.01, 0.09, 3, 3),
-                      ("L", "FedAvg", -0.03, -0.05, -0.01, 0, 5),
-                      ("L", "FedDC", 0.0, np.nan, np.nan, 0, 1)])
+    paired = _family()
     grid = fs.paired_grid(paired)
     assert grid.index.tolist() == ["FedAvg", "MOON", "FedDC"]
     assert grid.columns.tolist() == ["N", "L"]

@@ -40,6 +40,12 @@ def _interval(row: pd.Series) -> str:
     return f"{d:+.2f}" + ("" if np.isnan(lo) else f" ({lo:+.2f} to {hi:+.2f})")
 
 
+def _excludes_zero(row: pd.Series) -> int:
+    """+1 where a paired row's adjusted interval lies above 0 (FedTopo ahead), -1 below, else
+    0 (an interval that contains 0, or none)."""
+    return int(row["ci_low_adj"] > 0) - int(row["ci_high_adj"] < 0)
+
+
 def _names(items) -> str:
     return ", ".join(items) if len(items) else NONE
 
@@ -64,9 +70,9 @@ def table1_values(paired: pd.DataFrame, reference: str = "FedAvg") -> dict:
         interval) and ``seeds`` (the fewest and most seeds of a comparison).
     """
     tested = paired[paired["ci_low_adj"].notna()]
-    label = [f"{m} ({p})" for p, m in tested.index]
-    ahead = [s for s, lo in zip(label, tested["ci_low_adj"], strict=True) if lo > 0]
-    behind = [s for s, hi in zip(label, tested["ci_high_adj"], strict=True) if hi < 0]
+    side = {f"{m} ({p})": _excludes_zero(r) for (p, m), r in tested.iterrows()}
+    ahead = [s for s, v in side.items() if v > 0]
+    behind = [s for s, v in side.items() if v < 0]
     ref = paired.xs(reference, level=1) if reference in paired.index.get_level_values(1) \
         else paired.iloc[:0]
     n = paired["n_seeds"]
@@ -103,8 +109,7 @@ def paired_grid(paired: pd.DataFrame) -> pd.DataFrame:
     >>> paired_grid(paired).loc["FedAvg"].tolist()
     ['+1.00 (-2.00 to +4.00)', '+5.00 (+1.00 to +9.00) *']
     """
-    cells = {(m, p): _interval(r) + (" *" if r["ci_low_adj"] > 0 or r["ci_high_adj"] < 0
-                                     else "")
+    cells = {(m, p): _interval(r) + (" *" if _excludes_zero(r) else "")
              for (p, m), r in paired.iterrows()}
     methods = list(dict.fromkeys(paired.index.get_level_values(1)))
     partitions = list(dict.fromkeys(paired.index.get_level_values(0)))
