@@ -53,6 +53,13 @@ def test_paired_grid_has_a_cell_per_method_and_partition_and_marks_the_excluding
     assert grid.map(lambda c: c.endswith("*")).sum().sum() == v["n_ahead"] + v["n_behind"]
 
 
+def test_paired_grid_rows_follow_the_given_order_then_the_rest():
+    paired = _family()
+    grid = fs.paired_grid(paired, order=["FedDC", "FedProx", "FedAvg"])
+    assert grid.index.tolist() == ["FedDC", "FedAvg", "MOON"]  # FedProx is not in the family
+    assert grid.loc["FedDC"].tolist() == fs.paired_grid(paired).loc["FedDC"].tolist()
+
+
 def test_diverged_runs_names_method_partition_and_seeds():
     final = _final([("SCAFFOLD", "Q", 1, np.nan), ("SCAFFOLD", "Q", 0, np.nan),
                     ("SCAFFOLD", "Q", 2, 0.9), ("FedFM", "L", 0, np.nan),

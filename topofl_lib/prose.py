@@ -17,7 +17,7 @@ import math
 import string
 from numbers import Real
 
-__all__ = ["Rendered", "render"]
+__all__ = ["Rendered", "counted", "render"]
 
 
 class Rendered(str):
@@ -65,6 +65,30 @@ def render(template: str, **values) -> Rendered:
     shown = {k: _Missing() if isinstance(v, Real) and not isinstance(v, bool)
              and math.isnan(v) else v for k, v in values.items()}
     return Rendered(template.format(**shown))
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and ``noun``, in the plural unless ``n`` is 1.
+
+    Parameters
+    ----------
+    n : int
+        The count.
+    noun : str
+        The noun in the singular.
+    plural : str, optional
+        Its plural; ``noun + "s"`` by default.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> counted(1, "seed"), counted(3, "seed"), counted(0, "process", "processes")
+    ('1 seed', '3 seeds', '0 processes')
+    """
+    return f"{n} {noun if n == 1 else (plural or noun + 's')}"
 
 
 class _Missing:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from .claim_keys import METHOD_KEYS
 from .outputs import write_text_atomic
+from .prose import counted
 from .studies.deep_ptopofl import DEEP_STAND_INS
 from .studies.fedtopo import TABLE1_METHODS as FEDTOPO_TABLE1_METHODS
 from .studies.privacy import README_DP_TARGET, epsilon_key
@@ -542,8 +543,8 @@ def _fedtopo_table1(results_dir: Path) -> str:
             rows.append(cells)
     profiles = ", ".join(f"`{p}`" for p in sorted({c.profile for c in measured.values()}))
     header = ["method"] + [h for p in _PARTITIONS for h in (f"{p}-skew: paper", "ours")]
-    caption = (f"Final global test accuracy (%), mean ± sd over {n_runs} "
-               f"seed{'s' if n_runs != 1 else ''} ({profiles} profile); a cell with fewer "
+    caption = (f"Final global test accuracy (%), mean ± sd over {counted(n_runs, 'seed')} "
+               f"({profiles} profile); a cell with fewer "
                "seeds says why." if measured else
                "Final global test accuracy (%), as the fedtopo notebook printed it.")
     return "\n".join([caption, "", *_table_lines(header, rows)])

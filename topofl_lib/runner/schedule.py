@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 
 from .._validation import check_choice, check_int, check_real
+from ..prose import counted
 
 __all__ = ["MIN_BATCH_SECONDS", "SCHEDULE_MODES", "Schedule", "choose_schedule"]
 
@@ -96,7 +97,7 @@ def choose_schedule(n_runs: int, seconds_per_run: float, executor,
     check_int(n_runs, "n_runs", low=0)
     seconds_per_run = check_real(seconds_per_run, "seconds_per_run", low=0.0)
     n_workers = int(executor.n_workers)
-    runs = f"{n_runs} run{'s' if n_runs != 1 else ''} of ~{_seconds(seconds_per_run)}"
+    runs = f"{counted(n_runs, 'run')} of ~{_seconds(seconds_per_run)}"
     serial_time = n_runs * seconds_per_run
     if n_runs == 0:
         return Schedule("serial", 1, "serial: no runs left")
@@ -117,4 +118,4 @@ def choose_schedule(n_runs: int, seconds_per_run: float, executor,
     return Schedule("parallel", batch,
                     f"parallel: {runs} ({_seconds(serial_time)}) on {n_workers} workers "
                     f"({executor.name}, start-up ~{_seconds(startup)}), "
-                    f"{batch} run{'s' if batch != 1 else ''} per task")
+                    f"{counted(batch, 'run')} per task")

@@ -13,6 +13,8 @@ method not run, a single seed) is NaN, which ``render`` shows as ``n/a``, or the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -83,7 +85,7 @@ def table1_values(paired: pd.DataFrame, reference: str = "FedAvg") -> dict:
             "seeds": f"{n.min()}" if n.min() == n.max() else f"{n.min()} to {n.max()}"}
 
 
-def paired_grid(paired: pd.DataFrame) -> pd.DataFrame:
+def paired_grid(paired: pd.DataFrame, order: Sequence[str] | None = None) -> pd.DataFrame:
     """The family of paired differences as one row per method and one column per partition.
 
     Parameters
@@ -91,12 +93,16 @@ def paired_grid(paired: pd.DataFrame) -> pd.DataFrame:
     paired : pandas.DataFrame
         :func:`~topofl_lib.statistics.holm_family` of ``FedTopo - other`` per partition
         (index: partition, method).
+    order : sequence of str, optional
+        The methods' row order (Table 1's, say); methods of ``paired`` that it lacks follow
+        in their first order of appearance, and names that ``paired`` lacks are skipped.
+        By default the first order of appearance in ``paired``.
 
     Returns
     -------
     pandas.DataFrame
-        Index: the methods in their first order of appearance; columns: the partitions in
-        theirs. A cell is ``"+0.99 (-2.65 to +4.64)"`` (difference and adjusted interval,
+        Index: the methods in ``order``; columns: the partitions in their first order of
+        appearance. A cell is ``"+0.99 (-2.65 to +4.64)"`` (difference and adjusted interval,
         points; the difference alone with one seed), with ``*`` after an interval that
         excludes 0, or ``""`` where the method did not run on that partition.
 
@@ -111,7 +117,8 @@ def paired_grid(paired: pd.DataFrame) -> pd.DataFrame:
     """
     cells = {(m, p): _interval(r) + (" *" if _excludes_zero(r) else "")
              for (p, m), r in paired.iterrows()}
-    methods = list(dict.fromkeys(paired.index.get_level_values(1)))
+    present = list(dict.fromkeys(paired.index.get_level_values(1)))
+    methods = [m for m in dict.fromkeys([*(order or ()), *present]) if m in present]
     partitions = list(dict.fromkeys(paired.index.get_level_values(0)))
     return pd.DataFrame([[cells.get((m, p), "") for p in partitions] for m in methods],
                         index=pd.Index(methods, name="method"),

@@ -12,6 +12,7 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from ..outputs import atomic_path, write_text_atomic
+from ..prose import counted
 from .layout import dodge, grid_shape, page_width, panel_position
 from .palette import GREY, METHOD_COLOURS, PAPER_MARK, method_styles, rgba
 
@@ -72,7 +73,7 @@ def metric_curves(curves: pd.DataFrame, metric: str = "auc", title: str | None =
     fig = go.Figure([*bands, *seeds, *lines])
     extra = "; dots: single seeds" if dots else ""
     fig.update_layout(
-        title=title or f"{metric.upper()} per round (mean ± 1 sd over {n} seeds{extra})",
+        title=title or f"{metric.upper()} per round (mean ± 1 sd over {counted(n, 'seed')}{extra})",
         xaxis_title="round", yaxis_title=metric, template="plotly_white", width=760, height=460)
     return fig
 
@@ -156,7 +157,7 @@ def metric_curves_against(curves: pd.DataFrame, metric: str = "accuracy",
     fig.update_yaxes(title_text=metric, col=1)
     fig.update_layout(
         title=title or f"{metric} per round, {reference} (in every panel) against each "
-                       f"method (mean ± 1 sd over {n} seeds{extra})",
+                       f"method (mean ± 1 sd over {counted(n, 'seed')}{extra})",
         template="plotly_white", width=page_width(cols, 250),
         height=140 + min(240, 860 // rows) * rows)
     return fig
