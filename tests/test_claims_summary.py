@@ -31,7 +31,8 @@ from topofl_lib.claims_summary import (
     summary_table,
     verdict_counts,
 )
-from topofl_lib.notebook_params import PROFILES
+from topofl_lib.notebook_params import NOTEBOOKS, PROFILES
+from topofl_lib.prose import counted
 from topofl_lib.publish import Target, publish
 from topofl_lib.reproduce import main
 from topofl_lib.results import (
@@ -140,6 +141,25 @@ def test_every_paper_data_id_has_a_protocol_and_says_what_differs():
     assert out["differs"].str.contains("BatchNorm|writers").all()
     not_run = assign_protocols(pd.DataFrame({"id": ids, "profile": "not run"}))
     assert set(not_run["protocol"]) == {"not run"}
+
+
+def test_fedtopo_rules_state_each_profiles_seed_count():
+    """FedTopo's rule under each profile states the fedtopo notebook's seed count for that
+    profile, and only the paper's count (five runs) under the paper profile is `paper`: a
+    seed count changed in ``notebook_params`` without its rule in ``protocols.csv`` (or the
+    reverse) fails here. The CIFAR settings run with the paper profile's seeds."""
+    seeds = {p: NOTEBOOKS["fedtopo"].values(p)["n_seeds"] for p in PROFILES}
+    rows = pd.DataFrame({"id": "fedtopo.t1.fmnist.N.fedavg", "profile": list(PROFILES)})
+    for (profile, n), rule in zip(seeds.items(), assign_protocols(rows).itertuples(),
+                                  strict=True):
+        if profile == "paper" and n == 5:
+            assert rule.protocol == "paper", profile
+        else:
+            assert rule.protocol == "reduced", profile
+            assert f"{counted(n, 'seed')} (" in rule.differs, (profile, rule.differs)
+    cifar = assign_protocols(pd.DataFrame({"id": ["fedtopo.t1.cifar10.N.fedtopo"],
+                                           "profile": [PAPER_DATA]})).iloc[0]
+    assert f"(paper profile: {seeds['paper']};" in cifar["differs"]
 
 
 def test_a_row_without_a_rule_stops_the_summary():
