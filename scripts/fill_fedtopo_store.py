@@ -13,7 +13,9 @@ skipped; stop it at any time and start it again::
 
     nice -n 19 .venv/bin/python scripts/fill_fedtopo_store.py --workers 2
 
-``--status`` computes nothing and says how many runs of each group the store holds.
+``--status`` computes nothing and says how many runs of each group the store holds, and
+about how long the missing ones take: each at the mean recorded seconds of its
+configuration's stored seeds (the median stored run where none is stored).
 
 It reads the paper profile's parameters from ``topofl_lib.notebook_params`` (the
 notebook's), and the adaptive schedules' loss range from the stored one-round pilot run
@@ -90,6 +92,27 @@ def _groups(p: dict, tal: dict, schedule: dict, pixel_sd: float):
                              fedtopo=tal, schedule=schedule), rounds, {"partition": "L"})
 
 
+def _time_left(seconds: dict, missing: list, workers: int) -> str:
+    """The missing runs' estimated computing time, from the stored runs' recorded seconds.
+
+    ``seconds`` maps ``(group, label)`` to the recorded seconds of its stored runs;
+    ``missing`` lists the ``(group, label)`` of each run not stored."""
+    import numpy as np
+
+    from topofl_lib.prose import counted
+
+    if not missing:
+        return "left: nothing"
+    every = [t for ts in seconds.values() for t in ts]
+    typical = float(np.median(every)) if every else float("nan")
+    guessed = sum(1 for m in missing if m not in seconds)
+    hours = sum(float(np.mean(seconds[m])) if m in seconds else typical
+                for m in missing) / 3600
+    return (f"left: about {hours:.1f} core-hours, {hours / workers:.1f} h with "
+            f"{counted(workers, 'worker')} ({counted(len(missing), 'run')}; {guessed} of "
+            "them without a stored seed, taken at the median stored run)")
+
+
 def main(argv=None) -> int:
     """Compute the missing runs, seed group by seed group (``--status``: count them)."""
     args = _parse(argv)
@@ -114,12 +137,19 @@ def main(argv=None) -> int:
     ).models[("FedTopo[warmup]", 0)]
     schedule = {"loss_range": calibrate_loss_range(pilot.tal_log_)}
     stored = total = 0
+    seconds: dict[tuple[str, str], list[float]] = {}
+    missing: list[tuple[str, str]] = []
     for title, seeds, variants, n_rounds, scenario in _groups(p, tal, schedule,
                                                               pixel_noise_sd(data, 0.5)):
         kw = {"seeds": seeds, "n_rounds": n_rounds, "variants": variants, "cache_dir": store,
               "scenario_params": {"dataset": data, "n_clients": 5, **scenario}}
         if args.status:
             plan = plan_comparison("image", **kw)
+            for label, took in zip(plan["label"], plan["seconds"], strict=True):
+                if took == took:  # stored (NaN: not)
+                    seconds.setdefault((title, label), []).append(float(took))
+                else:
+                    missing.append((title, label))
             stored, total = stored + int(plan["stored"].sum()), total + len(plan)
             print(f"{title}, seeds {seeds}: {int(plan['stored'].sum())} of {len(plan)} stored",
                   flush=True)
@@ -129,6 +159,7 @@ def main(argv=None) -> int:
                            seconds_per_run=RUN_SECONDS, **kw)
     if args.status:
         print(f"all: {stored} of {total} runs stored")
+        print(_time_left(seconds, missing, args.workers))
     return 0
 
 

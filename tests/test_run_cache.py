@@ -151,12 +151,16 @@ def test_plan_comparison_says_what_would_be_computed_and_computes_nothing(tmp_pa
     kw = {k: v for k, v in TINY.items() if k != "progress"}
     before = plan_comparison("healthcare", cache_dir=tmp_path, **kw)
     assert counting.calls == 0 and not before["stored"].any()
-    assert list(before.columns) == ["seed", "label", "method", "key", "stored"]
+    assert list(before.columns) == ["seed", "label", "method", "key", "stored", "seconds"]
+    assert before["seconds"].isna().all()
     monkeypatch.undo()
     run_comparison("healthcare", cache_dir=tmp_path, **TINY)
     after = plan_comparison("healthcare", cache_dir=tmp_path, **kw)
     assert after["stored"].all() and list(after["key"]) == list(before["key"])
     assert set(after["key"]) == {p.stem for p in tmp_path.glob("*.npz")}
+    # each stored run's seconds are its record's
+    assert list(after["seconds"]) == [RunCache(tmp_path).load(k)["seconds"]
+                                      for k in after["key"]]
     more = plan_comparison("healthcare", cache_dir=tmp_path,
                            **{**kw, "methods": [*kw["methods"], "SCAFFOLD"]})
     assert list(more.loc[~more["stored"], "label"]) == ["SCAFFOLD"] * len(list(TINY["seeds"]))

@@ -110,7 +110,8 @@ def test_image_settings_travel_as_columns():
     assert {k: scen.meta[k] for k in SETTING_COLUMNS} == {
         "dataset": "tiny", "partition": "L", "param": 0.5}
     plan = make_plan(_tiny_images, [0], check_runs(["FedAvg"], None, None), 1)
-    assert list(plan.table.columns) == ["seed", "run", "label", "method", "key", "stored"]
+    assert list(plan.table.columns) == ["seed", "run", "label", "method", "key", "stored",
+                                        "seconds"]
 
 
 def test_tabular_results_have_no_setting_columns():

@@ -71,8 +71,10 @@ def plan_comparison(scenario, seeds: Iterable[int] = range(10),
     -------
     pandas.DataFrame
         One row per (seed, configuration): ``seed``, ``label``, ``method``, ``key`` (the
-        run store's key; ``None`` without ``cache_dir``) and ``stored`` (the store holds
-        the run, so ``run_comparison`` reads it instead of computing it). A stored run
+        run store's key; ``None`` without ``cache_dir``), ``stored`` (the store holds
+        the run, so ``run_comparison`` reads it instead of computing it) and ``seconds``
+        (the stored run's computing time as its record gives it; NaN when not stored,
+        so the stored runs' times can estimate the missing ones'). A stored run
         that cannot be read back counts as not stored, with a warning naming its file;
         nothing is written or removed.
 

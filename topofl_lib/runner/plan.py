@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from .._validation import check_choice, check_int
@@ -48,7 +49,9 @@ class Plan:
         The device kind the runs compute on (``"cpu"`` or ``"cuda"``).
     table : pandas.DataFrame
         One row per (seed, run): ``seed``, ``run`` (index into ``runs``), ``label``,
-        ``method``, ``key`` (``None`` without a run store) and ``stored``.
+        ``method``, ``key`` (``None`` without a run store), ``stored`` and ``seconds``
+        (what the stored run took to compute, its record's ``seconds``; NaN when not
+        stored).
     records : dict
         ``(seed, run) -> record`` of the runs read from the store.
     cache : RunCache or None
@@ -251,7 +254,8 @@ def make_plan(scenario, seeds: Iterable[int], runs: list, n_rounds: int,
             if stored:
                 plan.records[(seed, i)] = record
             rows.append({"seed": seed, "run": i, "label": label, "method": method,
-                         "key": key, "stored": stored})
+                         "key": key, "stored": stored,
+                         "seconds": float(record["seconds"]) if stored else np.nan})
     plan.table = pd.DataFrame(rows, columns=["seed", "run", "label", "method", "key",
-                                             "stored"])
+                                             "stored", "seconds"])
     return plan
