@@ -58,6 +58,12 @@ def test_paired_grid_rows_follow_the_given_order_then_the_rest():
     grid = fs.paired_grid(paired, order=["FedDC", "FedProx", "FedAvg"])
     assert grid.index.tolist() == ["FedDC", "FedAvg", "MOON"]  # FedProx is not in the family
     assert grid.loc["FedDC"].tolist() == fs.paired_grid(paired).loc["FedDC"].tolist()
+    # any sequence: a NumPy array (truth value ambiguous) too; a str is refused
+    assert fs.paired_grid(paired, order=np.array(["MOON"])).index.tolist()[0] == "MOON"
+    assert fs.paired_grid(paired, order=np.array(["MOON", "FedDC"])).index.tolist() == [
+        "MOON", "FedDC", "FedAvg"]
+    with pytest.raises(TypeError, match="order must be a sequence of method names"):
+        fs.paired_grid(paired, order="FedAvg")
 
 
 def test_diverged_runs_names_method_partition_and_seeds():

@@ -118,7 +118,10 @@ def paired_grid(paired: pd.DataFrame, order: Sequence[str] | None = None) -> pd.
     cells = {(m, p): _interval(r) + (" *" if _excludes_zero(r) else "")
              for (p, m), r in paired.iterrows()}
     present = list(dict.fromkeys(paired.index.get_level_values(1)))
-    methods = [m for m in dict.fromkeys([*(order or ()), *present]) if m in present]
+    if isinstance(order, str):
+        raise TypeError(f"order must be a sequence of method names, got the str {order!r}")
+    first = [] if order is None else list(order)
+    methods = [m for m in dict.fromkeys([*first, *present]) if m in present]
     partitions = list(dict.fromkeys(paired.index.get_level_values(0)))
     return pd.DataFrame([[cells.get((m, p), "") for p in partitions] for m in methods],
                         index=pd.Index(methods, name="method"),
