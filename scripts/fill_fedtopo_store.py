@@ -145,9 +145,10 @@ def main(argv=None) -> int:
               "scenario_params": {"dataset": data, "n_clients": 5, **scenario}}
         if args.status:
             plan = plan_comparison("image", **kw)
-            for label, took in zip(plan["label"], plan["seconds"], strict=True):
-                if took == took:  # stored (NaN: not)
-                    seconds.setdefault((title, label), []).append(float(took))
+            for label, is_stored, took in plan[["label", "stored", "seconds"]].itertuples(
+                    index=False):
+                if is_stored:
+                    seconds.setdefault((title, label), []).append(took)
                 else:
                     missing.append((title, label))
             stored, total = stored + int(plan["stored"].sum()), total + len(plan)
