@@ -12,9 +12,11 @@ import pytest
 from topofl_lib.notebook_params import (
     NOTEBOOKS,
     PROFILES,
+    Int,
     ListOf,
     Notebook,
     Real,
+    Record,
     _assigned,
     notebook_parameters,
     parameters_cell,
@@ -40,6 +42,15 @@ REPO = Path(__file__).resolve().parents[1]
     ("gfc_clustering", {"epsilons": [1.0, 0.0]}, ValueError, r"epsilons\[1\] must be > 0.0"),
     ("privacy_analysis", {"n_seeds": "3"}, TypeError, "n_seeds must be an int, got '3'"),
     ("privacy_analysis", {"mia_sizes": [1]}, ValueError, r"mia_sizes\[0\] must be >= 2"),
+    ("privacy_analysis", {"deep": 3}, TypeError, r"deep must be a dict with keys \['epsilons'"),
+    ("privacy_analysis", {"deep": {"seeds": 2}}, ValueError,
+     r"deep must have the keys .* \(unknown: \['seeds'\], missing: \[\]\)"),
+    ("privacy_analysis", {"deep": {"n_seeds": 0}}, ValueError,
+     r"deep\['n_seeds'\] must be >= 1, got 0"),
+    ("privacy_analysis", {"deep": {"level": "record"}}, ValueError,
+     r"unknown deep\['level'\] 'record'"),
+    ("privacy_analysis", {"deep": {"epsilons": [3.0, 1.0]}}, ValueError,
+     r"deep\['epsilons'\] must be strictly increasing"),
     ("continual_drift", {"n_rounds": 10}, ValueError, "n_rounds must be >= 11, got 10"),
     ("continual_drift", {"drift_threshold": float("nan")}, ValueError,
      "drift_threshold must be finite"),
@@ -80,6 +91,25 @@ def test_none_takes_the_profile_value_and_overrides_say_custom(tmp_path):
     loss = notebook_parameters("fedtopo", {"loss_range": [0.01, 2],
                                            "output_dir": tmp_path}).loss_range
     assert loss == [0.01, 2.0]
+
+
+def test_a_record_given_in_part_keeps_the_profiles_other_fields(tmp_path):
+    """A dict parameter (Record) is laid over the profile's: the fields given change (and
+    the run is custom), the others keep the profile's value; the full profile dict is not
+    custom; the profile's stored values never change through what a notebook gets."""
+    cpu = NOTEBOOKS["privacy_analysis"].values("cpu")["deep"]
+    cfg = notebook_parameters("privacy_analysis", {"profile": "cpu", "deep": {"n_seeds": 1},
+                                                   "output_dir": tmp_path})
+    assert cfg.profile == "custom" and cfg.deep == {**cpu, "n_seeds": 1}
+    assert list(cfg.deep) == list(cpu)
+    same = notebook_parameters("privacy_analysis", {"profile": "cpu", "deep": dict(cpu),
+                                                    "output_dir": tmp_path})
+    assert same.profile == "cpu"
+    same.deep["epsilons"].append(100.0)
+    assert NOTEBOOKS["privacy_analysis"].values("cpu")["deep"] == cpu
+    assert Record({"a": Int(low=0)}).check({"a": 2}, "r") == {"a": 2}
+    with pytest.raises(ValueError, match=r"missing: \['a'\]"):
+        Record({"a": Int(low=0)}).check({}, "r")
 
 
 def test_validated_values_are_written_back_into_the_namespace(tmp_path):
@@ -403,11 +433,10 @@ def test_the_privacy_notebooks_deep_runs_are_the_deep_notebooks():
     """The privacy notebook's deep DP runs share the deep notebook's protocol in every
     profile, so their non-private runs are that notebook's stored runs."""
     privacy, deep = NOTEBOOKS["privacy_analysis"], NOTEBOOKS["ptopofl_deep"]
-    names = {"deep_seeds": "n_seeds", "deep_rounds": "n_rounds",
-             "deep_local_epochs": "local_epochs", "deep_n_train": "n_train",
-             "deep_n_test": "n_test"}
+    names = ("n_seeds", "n_rounds", "local_epochs", "n_train", "n_test")
     for profile in PROFILES:
         mine, theirs = privacy.values(profile), deep.values(profile)
-        assert {k: mine[k] for k in names} == {k: theirs[v] for k, v in names.items()}
+        assert {k: mine["deep"][k] for k in names} == {k: theirs[k] for k in names}
+        assert list(mine["deep"]) == ["epsilons", "level", *names]
         assert mine["dp_seeds"] >= (2 if profile == "quick" else 20)
         assert theirs["alphas"][0] == 0.1 and "fashion_mnist" in theirs["datasets"]

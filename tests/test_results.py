@@ -404,10 +404,11 @@ def test_profiles_cpu_and_auto():
         assert values["quick"] != values["paper"], name
         deep = name in ("fedtopo", "ptopofl_deep")
         if name == "privacy_analysis":
-            values = {p: {k: v for k, v in vs.items() if not k.startswith("deep_")}
+            values = {p: {k: v for k, v in vs.items() if k != "deep"}
                       for p, vs in values.items()}
-            cpu, paper = (notebook.values(p) for p in ("cpu", "paper"))
-            assert cpu["deep_rounds"] < paper["deep_rounds"]
+            cpu, paper = (notebook.values(p)["deep"] for p in ("cpu", "paper"))
+            assert cpu["n_rounds"] < paper["n_rounds"]
+            assert cpu["epsilons"] == paper["epsilons"]
         assert (values["cpu"] == values["paper"]) != deep, name
     assert NOTEBOOKS["scenario_a_healthcare"].values("paper")["n_seeds"] == 20
     assert NOTEBOOKS["fedtopo"].values("cpu")["n_train"] == 12000

@@ -44,6 +44,7 @@ what a notebook needs (e.g. the robustness notebook plots the label-flip attack,
 from __future__ import annotations
 
 import ast
+import copy
 import sys
 import textwrap
 from collections.abc import Mapping, MutableMapping
@@ -80,6 +81,7 @@ __all__ = [
     "NotebookParameters",
     "OneOf",
     "Real",
+    "Record",
     "Text",
     "notebook_parameters",
     "parameters_cell",
@@ -381,6 +383,51 @@ class Folder:
         return str(value)
 
 
+@dataclass(frozen=True)
+class Record:
+    """A dict of named fields, each checked by its own value spec.
+
+    A notebook passes one such dict where several settings belong together (the deep
+    runs' protocol, say). :func:`notebook_parameters` lays a given dict over the
+    profile's, so that a dict naming some fields keeps the profile's value of the others
+    (``{"n_seeds": 2}`` changes the seeds only); :meth:`check` itself asks for every field.
+    Through papermill, pass it as YAML: ``papermill NB OUT -y "deep: {n_seeds: 2}"``.
+
+    Attributes
+    ----------
+    fields : Mapping
+        Field name -> its value spec, in the order of the checked dict.
+    """
+
+    fields: Mapping[str, Any]
+
+    def check(self, value: Any, name: str) -> dict:
+        """``value`` as a dict of checked fields; a ``TypeError`` or ``ValueError`` names
+        ``name`` (and the field, as ``name['field']``).
+
+        Parameters
+        ----------
+        value : object
+            The value to check: a mapping with exactly the keys of ``fields``.
+        name : str
+            The parameter's name, used in error messages.
+
+        Returns
+        -------
+        dict
+            The checked fields, in the order of ``fields``.
+        """
+        if not isinstance(value, Mapping):
+            raise TypeError(f"{name} must be a dict with keys {list(self.fields)}, got "
+                            f"{value!r} ({type(value).__name__})")
+        unknown = [k for k in value if k not in self.fields]
+        missing = [k for k in self.fields if k not in value]
+        if unknown or missing:
+            raise ValueError(f"{name} must have the keys {list(self.fields)}, got "
+                             f"{list(value)!r} (unknown: {unknown}, missing: {missing})")
+        return {k: spec.check(value[k], f"{name}[{k!r}]") for k, spec in self.fields.items()}
+
+
 # --------------------------------------------------------------------------- notebooks
 @dataclass(frozen=True)
 class Notebook:
@@ -396,8 +443,8 @@ class Notebook:
         The notebook writes its claim rows to ``results/claims/<claims>.csv``.
     spec : dict
         Parameter name -> ``(value spec, help)``: a value spec (:class:`Int`,
-        :class:`Real`, :class:`OneOf`, :class:`Text`, :class:`ListOf`, :class:`Either`) and
-        the one-line
+        :class:`Real`, :class:`OneOf`, :class:`Text`, :class:`ListOf`, :class:`Either`,
+        :class:`Record`) and the one-line
         help that the parameter's line in the parameters cell carries as its comment. The
         cell lists the parameters in this order.
     shared : dict
@@ -450,7 +497,7 @@ class Notebook:
     def values(self, profile: str) -> dict[str, Any]:
         """The validated parameter values of ``profile``."""
         check_choice(profile, "profile", PROFILES)
-        return dict(self._values[profile])
+        return copy.deepcopy(self._values[profile])  # a notebook may change its lists
 
 
 #: Why a help may not contain "=": it is the comment of the parameter's line.
@@ -502,15 +549,9 @@ _DEEP_PROTOCOL = {
     "paper": {"n_seeds": 5, "n_rounds": 100, "local_epochs": 5, "n_train": 60000,
               "n_test": 10000},
 }
-#: The privacy notebook's names of the deep protocol's parameters.
-_DEEP_DP_NAMES = {"n_seeds": "deep_seeds", "n_rounds": "deep_rounds",
-                  "local_epochs": "deep_local_epochs", "n_train": "deep_n_train",
-                  "n_test": "deep_n_test"}
-
-
-def _deep_dp(profile: str) -> dict:
-    """The privacy notebook's deep DP protocol in ``profile``: the deep notebook's."""
-    return {_DEEP_DP_NAMES[k]: v for k, v in _DEEP_PROTOCOL[profile].items()}
+def _deep_dp(profile: str, epsilons: list[float]) -> dict:
+    """The privacy notebook's ``deep`` in ``profile``: its DP and the deep notebook's protocol."""
+    return {"epsilons": epsilons, "level": "sample", **_DEEP_PROTOCOL[profile]}
 
 
 #: The privacy notebook's values in the paper profile (cpu: the same, but the deep runs).
@@ -518,8 +559,11 @@ _PRIVACY_PAPER = {"n_seeds": 10, "attack_seeds": 3, "attack_clients": 3,
                   "batch_sizes": [1, 2, 4, 8, 16], "gradient_iters": 1500,
                   "descriptor_iters": 1000, "mia_targets": 100, "mia_shadows": 16,
                   "dp_seeds": 20, "dp_epsilons": [1.0, 3.0, 10.0, 30.0, 100.0],
-                  "detect_seeds": 10, "canary_trials": 20000,
-                  "deep_epsilons": [3.0, 10.0, 30.0]}
+                  "detect_seeds": 10, "canary_trials": 20000}
+#: The privacy notebook's ``deep`` fields: its DP settings, then the deep notebook's protocol.
+_DEEP_DP = Record({"epsilons": ListOf(_EPSILON, increasing=True), "level": OneOf(DP_LEVELS),
+                   "n_seeds": POSITIVE, "n_rounds": POSITIVE, "local_epochs": POSITIVE,
+                   "n_train": Int(low=10), "n_test": Int(low=10)})
 
 
 def _paper_data(paper: str, source: str) -> dict:
@@ -678,25 +722,16 @@ NOTEBOOKS: dict[str, Notebook] = {
               "detect_seeds": (POSITIVE, "seeds of the adversaries under DP"),
               "audit_n": (Int(low=2), "records per client in the audited membership game"),
               "canary_trials": (Int(low=8), "releases per worst-case canary audit"),
-              "deep_epsilons": (ListOf(_EPSILON, increasing=True),
-                                "target epsilons of the deep runs"),
-              "deep_level": (OneOf(DP_LEVELS), "the deep runs' model DP: sample (DP-SGD), "
-                                               "client (DP-FedAvg)"),
-              "deep_seeds": (POSITIVE, "seeds of the deep runs (the deep notebook's)"),
-              "deep_rounds": (POSITIVE, "rounds of the deep runs (the deep notebook's)"),
-              "deep_local_epochs": (POSITIVE, "local epochs of the deep runs (the deep "
-                                              "notebook's)"),
-              "deep_n_train": (Int(low=10), "Fashion-MNIST training images (the deep "
-                                            "notebook's)"),
-              "deep_n_test": (Int(low=10), "test images (the deep notebook's)")},
+              "deep": (_DEEP_DP, "deep DP runs: epsilons, level, the deep notebook's protocol "
+                                 "(a dict)")},
         shared={"mia_sizes": [5, 100], "epsilons": [0.1, 1.0, 10.0, 100.0, 1000.0],
-                "dp_clip": 1.0, "descriptor_share": 0.1, "audit_n": 5, "deep_level": "sample"},
+                "dp_clip": 1.0, "descriptor_share": 0.1, "audit_n": 5},
         quick={"n_seeds": 3, "attack_seeds": 1, "attack_clients": 2, "batch_sizes": [1, 2, 4],
                "gradient_iters": 300, "descriptor_iters": 150, "mia_targets": 16,
                "mia_shadows": 8, "dp_seeds": 2, "dp_epsilons": [3.0, 30.0], "detect_seeds": 2,
-               "canary_trials": 2000, "deep_epsilons": [3.0], **_deep_dp("quick")},
-        cpu={**_PRIVACY_PAPER, **_deep_dp("cpu")},
-        paper={**_PRIVACY_PAPER, **_deep_dp("paper")},
+               "canary_trials": 2000, "deep": _deep_dp("quick", [3.0])},
+        cpu={**_PRIVACY_PAPER, "deep": _deep_dp("cpu", [3.0, 10.0, 30.0])},
+        paper={**_PRIVACY_PAPER, "deep": _deep_dp("paper", [3.0, 10.0, 30.0])},
         execution={"n_workers": _RUNS_AT_ONCE},
         profile_notes="quick (CI), cpu (committed; the paper values but the deep runs', "
                       "as the deep notebook's), paper"),
@@ -1019,6 +1054,13 @@ def write_parameters_cell(path, notebook: str) -> bool:
     return True
 
 
+def _overlay(check: Any, default: Any, value: Any) -> Any:
+    """A given dict laid over the profile's where the parameter is a :class:`Record`."""
+    if isinstance(check, Record) and isinstance(value, Mapping):
+        return {**default, **value}
+    return value
+
+
 def notebook_parameters(notebook: str, namespace: MutableMapping[str, Any]) -> NotebookParameters:
     """Fill a notebook's ``None`` parameters from its profile, validate them all and write
     the validated values back into ``namespace``.
@@ -1067,7 +1109,8 @@ def notebook_parameters(notebook: str, namespace: MutableMapping[str, Any]) -> N
         raise TypeError(f"profile must be a string, got {profile!r}")
     defaults = declared.values(profile)
     _check_injected(notebook, {*COMMON, *defaults, *declared.execution})
-    given = {k: namespace[k] for k in defaults if namespace.get(k) is not None}
+    given = {k: _overlay(declared.checks()[k], defaults[k], namespace[k])
+             for k in defaults if namespace.get(k) is not None}
     checked = {**defaults, **_check_values(declared.checks(), given)}
     label = profile if checked == defaults else "custom"
     for name in declared.execution:  # how it runs: never changes the label
