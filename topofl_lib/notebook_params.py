@@ -1109,9 +1109,10 @@ def notebook_parameters(notebook: str, namespace: MutableMapping[str, Any]) -> N
         raise TypeError(f"profile must be a string, got {profile!r}")
     defaults = declared.values(profile)
     _check_injected(notebook, {*COMMON, *defaults, *declared.execution})
-    given = {k: _overlay(declared.checks()[k], defaults[k], namespace[k])
+    checks = declared.checks()
+    given = {k: _overlay(checks[k], defaults[k], namespace[k])
              for k in defaults if namespace.get(k) is not None}
-    checked = {**defaults, **_check_values(declared.checks(), given)}
+    checked = {**defaults, **_check_values(checks, given)}
     label = profile if checked == defaults else "custom"
     for name in declared.execution:  # how it runs: never changes the label
         check, default = EXECUTION[name]
