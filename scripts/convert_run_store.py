@@ -19,7 +19,6 @@ Never run it on pickles from anyone else (a pull request, a download): delete th
 
 from __future__ import annotations
 
-import argparse
 import pickle
 import sys
 import warnings
@@ -27,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from topofl_lib._validation import OneLineArgumentParser
 
 
 def _same(a, b, where: str) -> list[str]:
@@ -106,7 +107,8 @@ def convert(folder: Path) -> tuple[int, list[str]]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineArgumentParser(prog="scripts/convert_run_store.py",
+                                   description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="+", type=Path, help="run-store folders")
     parser.add_argument("--i-trust-these-pickles", action="store_true", required=True,
                         help="required: unpickling runs whatever code the files hold")

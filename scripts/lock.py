@@ -22,7 +22,6 @@ old lock in place.
 
 from __future__ import annotations
 
-import argparse
 import importlib.metadata
 import os
 import platform
@@ -35,6 +34,8 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 from packaging.version import Version
+
+from topofl_lib._validation import OneLineArgumentParser
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCK = ROOT / "constraints.txt"
@@ -97,11 +98,15 @@ def disagreements(locked: dict[str, str], installed: dict[str, str]) -> list[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineArgumentParser(prog="scripts/lock.py",
+                                   description=__doc__.split("\n\n")[0])
     parser.add_argument("--upgrade", action="store_true",
                         help="newest allowed versions instead of the installed ones")
-    parser.add_argument("--output", type=Path, default=LOCK)
+    parser.add_argument("--output", type=Path, default=LOCK,
+                        help=f"the lock file to write (default {LOCK})")
     args = parser.parse_args(argv)
+    if not args.output.resolve().parent.is_dir():
+        parser.error(f"--output {args.output}: its folder does not exist")
     installed = installed_versions()
     with tempfile.TemporaryDirectory(dir=args.output.parent) as tmp:
         work = Path(tmp) / "constraints.txt"

@@ -20,6 +20,7 @@ from pathlib import Path
 import nbformat
 import papermill as pm
 
+from topofl_lib._validation import OneLineArgumentParser
 from topofl_lib.reproduce import kernel_manager_config
 
 MARK = "# NBVAL_CHECK_OUTPUT"
@@ -49,7 +50,20 @@ def refresh(path: Path) -> None:
     print(f"refreshed {path}")
 
 
+def main(argv=None) -> int:
+    """Refresh the named notebooks (default: every notebook of ``notebooks/``)."""
+    parser = OneLineArgumentParser(prog="scripts/refresh_nbval_outputs.py",
+                                   description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="*", type=Path,
+                        help="notebooks to refresh (default: notebooks/*.ipynb)")
+    args = parser.parse_args(argv)
+    for path in args.notebooks:
+        if path.suffix != ".ipynb" or not path.is_file():
+            parser.error(f"not a notebook file: {path}")
+    for path in args.notebooks or sorted(Path("notebooks").glob("*.ipynb")):
+        refresh(path)
+    return 0
+
+
 if __name__ == "__main__":
-    targets = [Path(p) for p in sys.argv[1:]] or sorted(Path("notebooks").glob("*.ipynb"))
-    for t in targets:
-        refresh(t)
+    sys.exit(main())

@@ -215,3 +215,31 @@ def test_sweep_variants_change_one_parameter_of_the_label():
 def test_sweep_variants_refuse_unknown_parameters_and_repeated_values(param, values, message):
     with pytest.raises(ValueError, match=message):
         sweep_variants("FedAvgM", param, values)
+
+
+def test_sweep_variants_refuse_a_string_of_values():
+    # a string is a sequence too: "ab" would have swept 'a' and 'b'
+    with pytest.raises(TypeError, match="values must be a sequence of server_momentum"):
+        sweep_variants("FedAvgM", "server_momentum", "ab")
+
+
+@pytest.mark.parametrize(("kwargs", "error", "message"), [
+    ({"lr": float("nan")}, ValueError, "lr must be finite, got nan"),
+    ({"lr": "0.01"}, TypeError, "lr must be a real number"),
+    ({"local_epochs": 0}, ValueError, "local_epochs must be >= 1, got 0"),
+    ({"batch_size": 2.5}, TypeError, "batch_size must be an int"),
+    ({"momentum": 2.0}, ValueError, "momentum must be <= 0.999"),
+    ({"n_classes": 1}, ValueError, "n_classes must be >= 2, got 1"),
+    ({"architecture": "vgg"}, ValueError, "unknown architecture 'vgg'"),
+    ({"fedtopo": [("tal_every", 1)]}, TypeError, "fedtopo must be None or a dict"),
+    ({"schedule": "smooth"}, TypeError, "schedule must be None or a dict"),
+])
+def test_deep_variants_refuse_a_bad_protocol_by_name(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        deep_variants(["FedAvgM"], **kwargs)
+
+
+def test_deep_variants_refuse_repeated_labels_and_take_one_label_as_a_string():
+    with pytest.raises(ValueError, match="labels must be non-empty and distinct"):
+        deep_variants(["FedAvgM", "FedNova", "FedAvgM"])
+    assert list(deep_variants("FedAvgM")) == ["FedAvgM"]

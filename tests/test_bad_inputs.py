@@ -27,10 +27,12 @@ from topofl_lib.clustering import (
     gravitational_potential,
 )
 from topofl_lib.clustering.evaluation import scale_to_l1_ball
+from topofl_lib.clustering.gfc import local_centroids, paper_delta
 from topofl_lib.core import Client, FederatedScenario
 from topofl_lib.data.paper_protocol import paper_benchmark, paper_healthcare
 from topofl_lib.federated import FedAvg, aggregate_round
-from topofl_lib.privacy import GaussianMechanism, LaplaceMechanism, clip_norm
+from topofl_lib.federated.metrics import accuracy, roc_auc
+from topofl_lib.privacy import GaussianMechanism, LaplaceMechanism, SampleLevelDP, clip_norm
 from topofl_lib.topology import (
     knn_edges,
     model_anchored_descriptor,
@@ -38,6 +40,9 @@ from topofl_lib.topology import (
     persistence_diagrams,
     topological_descriptor,
 )
+from topofl_lib.topology.class_conditional import class_conditional_names
+from topofl_lib.topology.descriptor import betti_curve, descriptor_names, persistence_entropy
+from topofl_lib.topology.model_anchored import model_anchored_names
 
 RNG = np.random.default_rng(0)
 POINTS = RNG.normal(size=(40, 2))
@@ -136,6 +141,21 @@ def test_descriptor_and_its_normalisation_at_extreme_scales(scale):
     np.testing.assert_allclose(np.r_[got[:2], got[4:]], np.r_[ref[:2], ref[4:]], rtol=1e-6)
     np.testing.assert_allclose(normalise_descriptors([ref * scale]),
                                normalise_descriptors([ref]), rtol=1e-12)
+
+
+def test_a_descriptor_that_overflows_is_refused_not_nan():
+    """Persistence of this cloud is finite (deaths of 1e308), but the descriptor's sums of
+    them overflow: it used to come back with NaN entries."""
+    X = np.array([[1e308, 1.0], [-1e308, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    assert all(np.all(np.isfinite(d)) for d in persistence_diagrams(X))
+    with pytest.raises(ValueError, match=r"^client 2: its descriptor overflows float64 "
+                                         r"\(largest persistence value 1e\+308\)"):
+        topological_descriptor(X, None, name="client 2")
+
+
+def test_descriptor_strict_is_a_flag():
+    with pytest.raises(TypeError, match="strict must be True or False, got 'no'"):
+        topological_descriptor(POINTS, 10, strict="no")
 
 
 def test_knn_graph_does_not_depend_on_scale():
@@ -368,3 +388,57 @@ def test_torch_model_refuses_images_of_another_size():
     learner = TorchModel("digits_cnn").make_learner(64, np.random.default_rng(0))
     with pytest.raises(ValueError, match=r"^X must be flattened images of shape \(n, 64\)"):
         learner.logits(learner.init_params(), RNG.normal(size=(3, 128)))  # used to be 6
+
+
+# ------------------------------------------------ small helpers found by the API audit
+@pytest.mark.parametrize(("call", "error", "message"), [
+    (lambda: accuracy([0, 1], [0.2, 0.8], threshold=float("nan")),
+     ValueError, "threshold must be finite, got nan"),
+    (lambda: accuracy([], []), ValueError,
+     "y_true and proba are empty"),  # it returned NaN
+    (lambda: roc_auc([], []), ValueError, "y_true and scores are empty"),
+    (lambda: SampleLevelDP.sample_rate(0, 32), ValueError,
+     "n must be >= 1, got 0"),  # ZeroDivisionError
+    (lambda: SampleLevelDP.sample_rate(10, 0), ValueError,
+     "batch_size must be >= 1, got 0"),  # a rate of 0.0
+])
+def test_small_helpers_name_the_bad_parameter(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+@pytest.mark.parametrize(("call", "error", "message"), [
+    (lambda: descriptor_names(-1), ValueError, "n_thresholds must be >= 2, got -1"),
+    (lambda: descriptor_names(2.0), TypeError, "n_thresholds must be an int"),
+    (lambda: class_conditional_names(0), ValueError,
+     "n_classes must be >= 2, got 0"),
+    (lambda: model_anchored_names(0), ValueError,
+     "n_thresholds must be >= 2, got 0"),
+    (lambda: persistence_entropy([-1.0, 1.0]), ValueError,
+     "pers holds negative persistence -1"),  # the -1 was left out silently
+    (lambda: persistence_entropy([[1.0, 2.0]]), ValueError,
+     r"pers must be 1-D .* got shape \(1, 2\)"),
+    (lambda: betti_curve(np.array([[0.0, 1.0]]), np.array([0.5]), n_essential=-1),
+     ValueError, "n_essential must be >= 0, got -1"),  # negative Betti numbers
+])
+def test_topology_helpers_name_the_bad_parameter(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+@pytest.mark.parametrize(("call", "error", "message"), [
+    (lambda: paper_delta(float("nan")), ValueError,
+     "epsilon must be finite, got nan"),  # it returned nan
+    (lambda: paper_delta(-1.0), ValueError, "epsilon must be > 0.0"),
+    (lambda: local_centroids(POINTS, 3, mass="inverse", delta=-1.0),
+     ValueError, "delta must be > 0.0, got -1.0"),  # negative masses
+    (lambda: local_centroids(POINTS, 3, sigma=0.0), ValueError,
+     "sigma must be > 0.0, got 0.0"),  # every mass 0
+    (lambda: local_centroids(POINTS, 0), ValueError,
+     "n_local must be >= 1, got 0"),  # KMeans's n_clusters error
+    (lambda: gravitational_potential(POINTS[:2], POINTS[:3], [1.0, -1.0, 1.0]), ValueError,
+     "w must hold masses >= 0, got -1"),
+])
+def test_gfc_helpers_name_the_bad_parameter(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

@@ -186,6 +186,9 @@ def test_a_private_ptopofl_run_counts_both_channels():
     (lambda: check_event({"mechanism": "gaussian", "noise_multiplier": 1.0, "round": 0,
                           "channel": "model", "sigma": 2.0}), "unknown fields"),
     (lambda: calibrate_noise_multiplier(1.0, 2.0, steps=3), "delta must be < 1.0, got 2.0"),
+    # Opacus's search never ends at 1e20 (it cannot resolve the tolerance there)
+    (lambda: calibrate_noise_multiplier(1e20, 1e-5, steps=10, accounting="rdp"),
+     r"target_epsilon must be <= 10000.0, got 1e\+20"),
 ])
 def test_bad_input_names_the_parameter_and_value(call, match):
     with pytest.raises(ValueError, match=match):

@@ -207,6 +207,11 @@ def test_write_parameters_cell_rewrites_only_that_cell(tmp_path):
     assert lines[-1].startswith("output_dir = None  # None: $TOPOFL_OUTPUT_DIR")
 
 
+def test_write_parameters_cell_names_an_unknown_notebook_before_reading_the_file(tmp_path):
+    with pytest.raises(ValueError, match="unknown notebook 'nope'"):
+        write_parameters_cell(tmp_path / "missing.ipynb", "nope")  # not FileNotFoundError
+
+
 @pytest.mark.parametrize(("name", "params", "message"), [
     ("ablation_theorems", {"betas": [2.0]}, r"betas[0] must be <= 1.0, got 2.0"),
     ("gfc_clustering", {"datasets": ["iris", "irs"]}, "unknown datasets[1] 'irs'"),
@@ -247,6 +252,15 @@ def test_output_dirs_default_env_and_refusal(tmp_path, monkeypatch):
         output_dirs()
     with pytest.raises(TypeError, match="output_dir must be a path or None"):
         output_dirs(3)
+
+
+def test_an_output_dir_that_is_a_file_is_refused_before_anything_runs(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine\n")
+    for given in (tmp_path / "notes.txt", tmp_path / "notes.txt" / "run"):
+        with pytest.raises(ValueError, match=r"output_dir = .* cannot be a folder: .*notes\.txt "
+                                             r"is a file"):
+            output_dirs(given)
+    assert (tmp_path / "notes.txt").read_text() == "mine\n"
 
 
 def test_atomic_writes_leave_no_partial_file(tmp_path):

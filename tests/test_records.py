@@ -211,6 +211,10 @@ def test_a_single_site_is_refused():
      r"categorical \(non-numeric\) column\(s\) \['smoker'\]"),
     ({"missing": "drop"}, ValueError, "unknown missing 'drop'"),
     ({"min_records": 2}, ValueError, "min_records must be >= 4"),
+    ({"df": _table().assign(age=lambda t: t["age"] + 1j)}, TypeError,
+     r"features has complex column\(s\) \['age'\]"),  # its imaginary part was lost
+    ({"df": _table().rename(columns={"smoker": "age"})}, ValueError,
+     r"df has repeated column names \['age'\]"),
 ])
 def test_bad_input_names_the_parameter_and_value(kwargs, error, message):
     args = {"df": _table(), "site": "hospital", "label": "died", **kwargs}

@@ -241,6 +241,41 @@ def test_holm_known_values_and_definition():
         holm([0.5, 1.5])
 
 
+@pytest.mark.parametrize(("pvalues", "dtype"), [(["0.01"], "<U4"), ([True, False], "bool"),
+                                              ([0.01 + 0j], "complex128")])
+def test_holm_refuses_what_is_not_a_real_p_value(pvalues, dtype):
+    from topofl_lib.experiments import holm
+
+    with pytest.raises(TypeError, match=f"pvalues must hold real numbers, got dtype {dtype}"):
+        holm(pvalues)
+
+
+@pytest.mark.parametrize(("final", "error", "message"), [
+    ([1.0], TypeError, "final must be a DataFrame of runs, got list"),
+    (pd.DataFrame({"method": ["A"], "seed": [0]}), ValueError,
+     r"final lacks the column\(s\) \['auc'\]"),
+    (pd.DataFrame({"method": ["A"], "seed": [0], "auc": [np.inf]}), ValueError,
+     r"final\['auc'\] holds infinite values"),
+    (pd.DataFrame({"method": ["A"], "seed": [0], "auc": [0.5 + 0.1j]}), TypeError,
+     r"final\['auc'\] must hold real numbers, got dtype complex128"),
+    (pd.DataFrame({"method": ["A", "A", "B", "B"], "seed": [0, 0, 0, 1],
+                   "auc": [0.5, 0.6, 0.5, 0.6]}), ValueError,
+     r"more than one row of \(method, seed\) \('A', 0\)"),
+])
+def test_summaries_refuse_a_bad_table_of_runs_by_name(final, error, message):
+    from topofl_lib.experiments import paired_differences
+
+    with pytest.raises(error, match=message):
+        paired_differences(final, reference="A")
+
+
+def test_a_diverged_run_stays_nan_in_the_summary():
+    from topofl_lib.experiments import summarise
+
+    out = summarise(pd.DataFrame({"method": ["A", "A"], "auc": [0.5, np.nan]}))
+    assert np.isnan(out.loc["A", "mean"]) and out.loc["A", "n_seeds"] == 2
+
+
 def test_holm_family_adjusts_over_every_table(final):
     from topofl_lib.experiments import holm, holm_family
 

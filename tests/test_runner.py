@@ -205,3 +205,46 @@ def test_a_bad_run_time_is_refused_by_name(tmp_path, bad, error):
         run_comparison("healthcare", seeds=[0], methods=["FedAvg"], n_rounds=1,
                        progress=False, cache_dir=tmp_path, seconds_per_run=bad)
     assert not list(tmp_path.iterdir())  # refused before anything was written
+
+
+@pytest.mark.parametrize("params, error, message", [
+    ({"mu": -1.0}, ValueError, r"run 'FedProx' \(FedProx\): mu must be >= 0.0, got -1.0"),
+    ({"lr": float("nan")}, ValueError, r"run 'FedProx' \(FedProx\): lr must be finite"),
+    ({"lr": "0.1"}, TypeError, r"run 'FedProx' \(FedProx\): lr must be a real number"),
+    ({"bogus": 1}, TypeError, r"run 'FedProx' \(FedProx\): .*unexpected keyword.*'bogus'"),
+])
+def test_a_bad_parameter_of_the_last_method_stops_the_comparison_before_any_run(
+        tmp_path, params, error, message):
+    # FedAvg comes first and is fine: without the up-front check it trained and was stored
+    # before FedProx's parameters were read
+    with pytest.raises(error, match=message):
+        run_comparison("healthcare", seeds=[0], methods=["FedAvg", "FedProx"], n_rounds=1,
+                       method_params={"FedProx": params}, progress=False, cache_dir=tmp_path)
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_bad_network_parameter_is_named_before_any_run(tmp_path):
+    from topofl_lib.deep import deep_variants
+
+    variants = deep_variants(["FedAvg"], architecture="digits_cnn", local_epochs=1)
+    variants["FedAvg"][1]["model"].n_threads = 0
+    with pytest.raises(ValueError, match=r"run 'FedAvg' \(FedAvg\): n_threads must be >= 1"):
+        run_comparison("healthcare", seeds=[0], variants=variants, n_rounds=1,
+                       progress=False, cache_dir=tmp_path)
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"seeds": [0, 1, 0]}, ValueError, r"seeds repeats seed\(s\) \[0\]"),
+    ({"keep_models": "yes"}, TypeError, "keep_models must be True or False, got 'yes'"),
+    ({"progress": "no"}, TypeError, "progress must be True or False, got 'no'"),
+    ({"n_workers": 0}, ValueError, "n_workers must be >= 1, got 0"),
+])
+def test_bad_arguments_are_named_even_where_nothing_would_be_computed(tmp_path, kwargs,
+                                                                       error, message):
+    # on_missing="raise" must not answer a bad argument with "runs are not stored"
+    args = {"seeds": [0], "progress": False, **kwargs}
+    with pytest.raises(error, match=message):
+        run_comparison("healthcare", methods=["FedAvg"], n_rounds=1, cache_dir=tmp_path,
+                       on_missing="raise", **args)
+    assert not list(tmp_path.iterdir())

@@ -1043,10 +1043,10 @@ def write_parameters_cell(path, notebook: str) -> bool:
     """
     import nbformat
 
+    source = parameters_cell_source(notebook)  # an unknown notebook before any file read
     path = Path(path)
     nb = nbformat.read(path, as_version=4)
     cell = _tagged_cell(nb, path)
-    source = parameters_cell_source(notebook)
     if cell.source == source:
         return False
     cell.source = source

@@ -115,8 +115,9 @@ def output_dirs(output_dir=None) -> tuple[Path, Path]:
     TypeError
         ``output_dir`` is neither None nor a path.
     ValueError
-        Either folder, by its real path (symbolic links resolved), would be or lie in the
-        repository's published ``figures/`` or ``results/`` (:func:`check_unpublished`).
+        The output folder is a file or lies under one, or either folder, by its real path
+        (symbolic links resolved), would be or lie in the repository's published
+        ``figures/`` or ``results/`` (:func:`check_unpublished`).
     """
     source = "output_dir"
     if output_dir is None and os.environ.get(ENV_OUTPUT):
@@ -127,6 +128,10 @@ def output_dirs(output_dir=None) -> tuple[Path, Path]:
     if not isinstance(output_dir, (str, os.PathLike)):
         raise TypeError(f"output_dir must be a path or None, got {output_dir!r}")
     out = Path(output_dir).expanduser().resolve()
+    blocked = next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None)
+    if blocked is not None:
+        raise ValueError(f"{source} = {str(output_dir)!r} cannot be a folder: {blocked} is "
+                         "a file")
     for path in (out / "figures", out / "results"):
         check_unpublished(path, f"{source} = {str(output_dir)!r}")
     return out / "figures", out / "results"

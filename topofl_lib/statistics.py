@@ -35,6 +35,33 @@ def _ci(values: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
     return float(values.mean() - half), float(values.mean() + half)
 
 
+def _real_array(values, name: str) -> np.ndarray:
+    """``values`` as float64, once they are real numbers (not strings, flags or complex)."""
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "iuf" and not (arr.dtype.kind == "O" and all(
+            isinstance(v, (int, float, np.integer, np.floating))
+            and not isinstance(v, (bool, np.bool_)) for v in arr.ravel())):
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    return arr.astype(np.float64)
+
+
+def _check_final(final, metric: str, columns: tuple[str, ...]) -> None:
+    """``final`` is a table of runs with ``columns``; its ``metric`` real and not infinite
+    (NaN is a diverged run), one row per (method, seed)."""
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; expected one of {list(METRICS)}")
+    if not isinstance(final, pd.DataFrame):
+        raise TypeError(f"final must be a DataFrame of runs, got {type(final).__name__}")
+    missing = [c for c in columns if c not in final.columns]
+    if missing:
+        raise ValueError(f"final lacks the column(s) {missing}; it has {list(final.columns)}")
+    if np.isinf(_real_array(final[metric], f"final[{metric!r}]")).any():
+        raise ValueError(f"final[{metric!r}] holds infinite values")
+    if "seed" in columns and final.duplicated(["method", "seed"]).any():
+        method, seed = final.loc[final.duplicated(["method", "seed"]), ["method", "seed"]].iloc[0]
+        raise ValueError(f"final holds more than one row of (method, seed) ({method!r}, {seed})")
+
+
 def summarise(final: pd.DataFrame, metric: str = "auc") -> pd.DataFrame:
     """Per method: ``mean``, ``std`` (ddof=1), 95% t-interval, ``n_seeds``.
 
@@ -52,8 +79,7 @@ def summarise(final: pd.DataFrame, metric: str = "auc") -> pd.DataFrame:
     pandas.DataFrame
         Indexed by method.
     """
-    if metric not in METRICS:
-        raise ValueError(f"unknown metric {metric!r}; expected one of {list(METRICS)}")
+    _check_final(final, metric, ("method", metric))
     rows = []
     for method, g in final.groupby("method", sort=False):
         v = g[metric].to_numpy(dtype=np.float64)
@@ -90,8 +116,7 @@ def paired_differences(final: pd.DataFrame, reference: str = "pTopoFL",
     pandas.DataFrame
         Indexed by method (every method but ``reference``).
     """
-    if metric not in METRICS:
-        raise ValueError(f"unknown metric {metric!r}; expected one of {list(METRICS)}")
+    _check_final(final, metric, ("method", "seed", metric))
     wide = final.pivot(index="seed", columns="method", values=metric)
     if reference not in wide:
         raise ValueError(f"reference method {reference!r} is not in the results")
@@ -133,7 +158,7 @@ def holm(pvalues) -> np.ndarray:
     >>> holm([0.01, 0.04, 0.03]).round(3).tolist()
     [0.03, 0.06, 0.06]
     """
-    p = np.asarray(pvalues, dtype=np.float64)
+    p = _real_array(pvalues, "pvalues")
     if p.ndim != 1:
         raise ValueError(f"pvalues must be 1-D, got shape {p.shape}")
     tested = ~np.isnan(p)

@@ -116,6 +116,7 @@ def paper_delta(epsilon: float) -> float:
     float
         The delta GFC uses when ``delta=None``.
     """
+    check_real(epsilon, "epsilon", low=0.0, low_open=True)
     return max(500.0 * float(np.exp(-5.0 * epsilon)), MIN_DELTA)
 
 
@@ -144,8 +145,12 @@ def local_centroids(X, n_local: int, mass: str = "variance", sigma: float | None
     centroids : ndarray of shape (n_local, d)
     masses : ndarray of shape (n_local,)
     """
+    check_int(n_local, "n_local", low=1)
     X = check_points(X, min_points=n_local)
     check_choice(mass, "mass", MASSES)
+    if sigma is not None:
+        check_real(sigma, "sigma", low=0.0, low_open=True)
+    check_real(delta, "delta", low=0.0, low_open=True)
     rng = check_random_state(random_state)
     km = KMeans(n_clusters=n_local, n_init=3, random_state=draw_seed(rng))
     labels = km.fit_predict(X)
@@ -221,6 +226,8 @@ def gravitational_potential(G, C, w, p: float = 2.0, delta: float = 1.0,
     if w.shape != (C.shape[0],):
         raise ValueError(f"w must hold one mass per centroid, shape ({C.shape[0]},), got "
                          f"{w.shape}")
+    if np.any(w < 0):
+        raise ValueError(f"w must hold masses >= 0, got {w.min():.3g}")
     check_real(p, "p", low=0.0, low_open=True)
     check_real(delta, "delta", low=0.0, low_open=True)
     check_int(chunk, "chunk", low=1)

@@ -41,7 +41,7 @@ def draw_seed(rng: np.random.Generator, size: int | None = None,
 
 
 def check_seeds(seeds: Any, name: str = "seeds") -> list[int]:
-    """Validate a list of seeds: a non-empty iterable of non-negative ints.
+    """Validate a list of seeds: a non-empty iterable of distinct non-negative ints.
 
     Parameters
     ----------
@@ -54,6 +54,13 @@ def check_seeds(seeds: Any, name: str = "seeds") -> list[int]:
     Returns
     -------
     list of int
+
+    Raises
+    ------
+    TypeError
+        ``seeds`` is a bare int or not iterable, or a seed is not an int.
+    ValueError
+        ``seeds`` is empty, a seed is negative, or a seed repeats.
     """
     if isinstance(seeds, (Integral, np.integer)) and not isinstance(seeds, bool):
         raise TypeError(f"{name} must be an iterable of ints such as range(10), got {seeds!r}")
@@ -64,4 +71,9 @@ def check_seeds(seeds: Any, name: str = "seeds") -> list[int]:
                         f"{seeds!r}") from None
     if not seeds:
         raise ValueError(f"{name} is empty; give at least one seed")
-    return [check_int(s, "seed", low=0) for s in seeds]
+    seeds = [check_int(s, "seed", low=0) for s in seeds]
+    repeated = sorted({s for s in seeds if seeds.count(s) > 1})
+    if repeated:
+        raise ValueError(f"{name} repeats seed(s) {repeated}: each seed is one realisation, "
+                         f"so a repeat would count one run twice (got {seeds})")
+    return seeds

@@ -253,6 +253,9 @@ def _check_frame(df, site, label) -> None:
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
     if len(df) == 0:
         raise ValueError(f"df is empty (0 records; columns {list(df.columns)[:20]})")
+    repeated = sorted({str(c) for c in df.columns[df.columns.duplicated()]})
+    if repeated:
+        raise ValueError(f"df has repeated column names {repeated}; rename them first")
     for name, value in (("site", site), ("label", label)):
         if not isinstance(value, str):
             raise TypeError(f"{name} must be a column name (str), got {value!r}")
@@ -378,6 +381,10 @@ def _is_numeric(column: pd.Series) -> bool:
 def _encode_features(frame: pd.DataFrame, categorical: str, missing: str
                      ) -> tuple[pd.DataFrame, dict]:
     """The feature matrix (float, NaN where a numeric value is missing) and its record."""
+    complex_cols = [c for c in frame.columns if pd.api.types.is_complex_dtype(frame[c])]
+    if complex_cols:
+        raise TypeError(f"features has complex column(s) {complex_cols}; pass their real "
+                        "part or modulus as columns of their own")
     text_cols = [c for c in frame.columns if not _is_numeric(frame[c])]
     if text_cols and categorical == "refuse":
         raise ValueError(f"features has categorical (non-numeric) column(s) {text_cols}; "

@@ -199,7 +199,8 @@ def load_image_dataset(name: str, n_train: int | None = None, n_test: int | None
     n_train, n_test : int or None
         Keep this many training / test images, stratified by class (a plain random subset
         when some class has a single image or there are fewer images than classes);
-        ``None`` keeps all. FEMNIST's writers follow their images.
+        ``None``, or more than the split holds, keeps all (``len(dataset.y_train)`` says
+        how many were kept). FEMNIST's writers follow their images.
     random_state : None, int or Generator
         Seeds the subsets.
     folder : str or path-like, optional

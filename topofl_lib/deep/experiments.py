@@ -49,6 +49,7 @@ from __future__ import annotations
 import inspect
 import re
 
+from .._validation import check_int, check_real
 from ..federated.client_descriptors import PTOPOFL_LABELS
 from ..fedtopo.algorithm import FedTopo
 from ..fedtopo.schedules import SCHEDULES, AlphaSchedule
@@ -89,6 +90,15 @@ def _deploy(label: str) -> dict:
     return {} if label.endswith(PERSONAL) else {"deploy": "global"}
 
 
+def _options(value, name: str) -> dict:
+    """A copy of the options dict ``value`` (``None``: none)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise TypeError(f"{name} must be None or a dict of parameters, got {value!r}")
+    return dict(value)
+
+
 def deep_variants(labels, architecture: str = "fmnist_cnn", lr: float = 0.01,
                   momentum: float = 0.9, local_epochs: int = 5, batch_size: int = 32,
                   fedtopo: dict | None = None, schedule: dict | None = None,
@@ -113,14 +123,17 @@ def deep_variants(labels, architecture: str = "fmnist_cnn", lr: float = 0.01,
     dict
         ``{label: (method name, params)}``, ready for :func:`~topofl_lib.federated.make_method`.
     """
-    model = TorchModel(architecture, n_classes=n_classes, momentum=momentum)
+    model = TorchModel(architecture, n_classes=n_classes, momentum=momentum).check_params()
+    check_real(lr, "lr", low=0.0, low_open=True)
+    check_int(local_epochs, "local_epochs", low=1)
+    check_int(batch_size, "batch_size", low=1)
+    # the values as given (not the checks' conversions): they are part of the runs' keys
     common = {"lr": lr, "local_epochs": local_epochs, "batch_size": batch_size, "model": model}
-    fedtopo = dict(fedtopo or {})
-    schedule = dict(schedule or {})
+    fedtopo, schedule = _options(fedtopo, "fedtopo"), _options(schedule, "schedule")
     out = {}
-    labels = list(labels)
-    if not labels:
-        raise ValueError("labels is empty")
+    labels = [labels] if isinstance(labels, str) else list(labels)
+    if not labels or len(set(labels)) != len(labels):
+        raise ValueError(f"labels must be non-empty and distinct, got {labels!r}")
     for label in labels:
         if label in ("FedAvg", "SCAFFOLD", "Median", "TrimmedMean", "Krum",
                      *DISTILLATION_LABELS):
@@ -202,6 +215,8 @@ def sweep_variants(label: str, param: str, values, **protocol) -> dict:
     method, params = deep_variants([label], **protocol)[label]
     if param not in inspect.signature(get_method(method)).parameters:
         raise ValueError(f"param={param!r} is not a parameter of {method} (label {label!r})")
+    if isinstance(values, (str, bytes, dict)):
+        raise TypeError(f"values must be a sequence of {param} values, got {values!r}")
     values = list(values)
     if not values or len(set(map(repr, values))) != len(values):
         raise ValueError(f"values must be non-empty and distinct, got {values!r}")

@@ -57,11 +57,15 @@ from .models import IMAGE_SIZES, MODELS, make_model
 __all__ = ["ClientTensors", "LoadNoise", "TorchLearner", "TorchModel", "resolve_device"]
 
 
+#: The ``device`` values of :class:`TorchModel` and :func:`resolve_device`.
+DEVICES = ("auto", "cpu", "cuda")
+
+
 def resolve_device(device: str = "auto") -> torch.device:
     """``"auto"``: the device this process is pinned to (:func:`topofl_lib.core.device.pin_device`,
     as the workers of :mod:`topofl_lib.runner.executors` are), else CUDA when available,
     else the CPU."""
-    check_choice(device, "device", ("auto", "cpu", "cuda"))
+    check_choice(device, "device", DEVICES)
     if device == "auto":
         device = pinned_device(default=None) or ("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(device)
@@ -163,6 +167,21 @@ class TorchModel(BaseEstimator):
         self.device = device
         self.n_threads = n_threads
 
+    def check_params(self) -> TorchModel:
+        """``self`` once every parameter is valid, as :meth:`make_learner` checks first.
+
+        An algorithm's ``check_params`` calls it for its ``model``, so a bad network
+        parameter stops a comparison before its first run. A ``ValueError`` or
+        ``TypeError`` names the parameter.
+        """
+        check_choice(self.architecture, "architecture", tuple(MODELS))
+        check_int(self.n_classes, "n_classes", low=2)
+        check_real(self.momentum, "momentum", low=0.0, high=0.999)
+        check_int(self.eval_batch_size, "eval_batch_size", low=1)
+        check_choice(self.device, "device", DEVICES)
+        check_int(self.n_threads, "n_threads", low=1)
+        return self
+
     def make_learner(self, n_features: int, rng: np.random.Generator) -> TorchLearner:
         """Build the network with weights seeded from ``rng``.
 
@@ -178,11 +197,7 @@ class TorchModel(BaseEstimator):
         TorchLearner
             The learner wrapping the new network.
         """
-        check_choice(self.architecture, "architecture", tuple(MODELS))
-        check_int(self.n_classes, "n_classes", low=2)
-        check_real(self.momentum, "momentum", low=0.0, high=0.999)
-        check_int(self.eval_batch_size, "eval_batch_size", low=1)
-        check_int(self.n_threads, "n_threads", low=1)
+        self.check_params()
         shape = _image_shape(n_features, self.image_shape)
         size = IMAGE_SIZES.get(self.architecture)
         if size is not None and shape[1:] != size:

@@ -203,6 +203,8 @@ class FederatedAlgorithm(BaseEstimator):
                              f"{self.random_state!r}")
         if self.model is not None and not isinstance(self.model, ModelClass):
             raise TypeError(f"model must be None or a TorchModel, got {type(self.model).__name__}")
+        if callable(getattr(self.model, "check_params", None)):  # a model class may check its own
+            self.model.check_params()
         check_choice(self._solver, "solver", SOLVERS)
         if self._solver == "lbfgs" and self.model is not None:
             raise ValueError("solver='lbfgs' fits a logistic regression; use solver='sgd' "
@@ -271,6 +273,33 @@ class FederatedAlgorithm(BaseEstimator):
         """Validate the parameters (called by ``fit``). Not scikit-learn's
         ``_validate_params``, which this class leaves alone."""
         self._validate_common()
+
+    def check_params(self) -> FederatedAlgorithm:
+        """Check every parameter as :meth:`fit` does first, without fitting.
+
+        A comparison checks each of its configurations so before computing any run
+        (:func:`topofl_lib.runner.run_comparison`).
+
+        Returns
+        -------
+        FederatedAlgorithm
+            ``self``, unchanged.
+
+        Raises
+        ------
+        ValueError, TypeError
+            A parameter is out of range or of the wrong type (the message names it).
+
+        Examples
+        --------
+        >>> from topofl_lib import make_method
+        >>> make_method("FedProx", mu=-1.0).check_params()
+        Traceback (most recent call last):
+        ...
+        ValueError: mu must be >= 0.0, got -1.0
+        """
+        self._check_params()
+        return self
 
     # -- data ------------------------------------------------------------------
     def _features(self, k: int, X: np.ndarray) -> np.ndarray:

@@ -15,6 +15,8 @@ def _check_scored(y_true, scores, name: str) -> tuple[np.ndarray, np.ndarray]:
     if y.ndim != 1 or s.shape != y.shape:
         raise ValueError(f"y_true and {name} must be 1-D of the same length, got shapes "
                          f"{y.shape} and {s.shape}")
+    if y.size == 0:
+        raise ValueError(f"y_true and {name} are empty: there is nothing to score")
     if not np.all((y == 0) | (y == 1)):
         raise ValueError(f"y_true must hold binary labels 0/1, got {np.unique(y)[:10].tolist()}")
     return y, check_finite(s, name)
@@ -64,6 +66,7 @@ def accuracy(y_true, proba, threshold: float = 0.5) -> float:
     float
     """
     y, proba = _check_scored(y_true, proba, "proba")
+    check_real(threshold, "threshold")
     return float(np.mean((proba >= threshold) == (y == 1)))
 
 

@@ -66,8 +66,9 @@ from .._validation import check_choice, check_int, check_real
 from ..core.optional import require
 from ..storage import register_storable
 
-__all__ = ["ACCOUNTINGS", "CHANNELS", "EVENT_FIELDS", "MECHANISMS", "PrivacyAccountant",
-           "calibrate_noise_multiplier", "check_delta", "check_event", "compose"]
+__all__ = ["ACCOUNTINGS", "CHANNELS", "EVENT_FIELDS", "MAX_TARGET_EPSILON", "MECHANISMS",
+           "PrivacyAccountant", "calibrate_noise_multiplier", "check_delta", "check_event",
+           "compose"]
 
 #: The accountants: Opacus's PRV (default) and RDP.
 ACCOUNTINGS = ("prv", "rdp")
@@ -413,6 +414,10 @@ def _rdp_curve(noise_multiplier: float, sample_rate: float) -> np.ndarray:
                                   orders=RDPAccountant.DEFAULT_ALPHAS), dtype=np.float64)
 
 
+#: The largest budget :func:`calibrate_noise_multiplier` calibrates to.
+MAX_TARGET_EPSILON = 1e4
+
+
 def calibrate_noise_multiplier(target_epsilon: float, delta: float, *, steps: int,
                                sample_rate: float = 1.0, accounting: str = "prv",
                                tolerance: float = 0.01) -> float:
@@ -427,7 +432,10 @@ def calibrate_noise_multiplier(target_epsilon: float, delta: float, *, steps: in
     Parameters
     ----------
     target_epsilon : float
-        The budget (> 0).
+        The budget, in (0, :data:`MAX_TARGET_EPSILON`]. Above it the search cannot
+        resolve ``tolerance`` (with 1e20 it never ends), and such a budget protects
+        nothing anyway. PRV accounting takes longer the larger the budget (about 13 s
+        for 500 over 10 steps here).
     delta : float
         Target delta, in (0, 1).
     steps : int
@@ -444,7 +452,8 @@ def calibrate_noise_multiplier(target_epsilon: float, delta: float, *, steps: in
     float
         The noise multiplier (the epsilon it gives is at most ``target_epsilon``).
     """
-    check_real(target_epsilon, "target_epsilon", low=0.0, low_open=True)
+    check_real(target_epsilon, "target_epsilon", low=0.0, high=MAX_TARGET_EPSILON,
+               low_open=True)
     delta = check_delta(delta)
     check_int(steps, "steps", low=1)
     check_real(sample_rate, "sample_rate", low=0.0, high=1.0, low_open=True)

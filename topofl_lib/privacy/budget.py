@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from .._validation import check_choice, check_int, check_real
 from .accounting import (
     ACCOUNTINGS,
+    MAX_TARGET_EPSILON,
     calibrate_noise_multiplier,
     check_delta,
     check_event,
@@ -77,7 +78,8 @@ def split_budget(target_epsilon: float, delta: float, *, releases,
     Parameters
     ----------
     target_epsilon : float
-        The total epsilon per client of the whole run, both channels (> 0).
+        The total epsilon per client of the whole run, both channels, in
+        (0, :data:`~topofl_lib.privacy.accounting.MAX_TARGET_EPSILON`].
     delta : float
         Its delta, in (0, 1).
     releases : sequence of (float, int)
@@ -102,7 +104,8 @@ def split_budget(target_epsilon: float, delta: float, *, releases,
         of the run for the client that spends most: ``epsilon`` (both channels),
         ``epsilon_model``, ``epsilon_descriptor``.
     """
-    target = check_real(target_epsilon, "target_epsilon", low=0.0, low_open=True)
+    target = check_real(target_epsilon, "target_epsilon", low=0.0, high=MAX_TARGET_EPSILON,
+                        low_open=True)
     delta = check_delta(delta)
     releases = _check_releases(releases)
     share = check_real(descriptor_share, "descriptor_share", low=0.0, high=1.0,

@@ -262,7 +262,7 @@ class SampleLevelDP(_ModelDP):
         -------
         float
         """
-        return min(1.0, batch_size / n)
+        return min(1.0, check_int(batch_size, "batch_size", low=1) / check_int(n, "n", low=1))
 
     def expected_batch(self, n: int, batch_size: int) -> float:
         """The expected batch size ``sample_rate * n``: the denominator of each step.

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
-from .._validation import check_choice, check_int, check_real
+from .._validation import check_bool, check_choice, check_int, check_real
 from ..progress import RunProgress
 from .assemble import assemble
 from .execute import execute, run_spec
@@ -188,6 +188,14 @@ def run_comparison(
     ComparisonResult
         Per-round curves and the final metrics of every (method, seed) run.
 
+    Raises
+    ------
+    ValueError, TypeError
+        An argument is bad, or a parameter of any run configuration is (checked for
+        every configuration before any run starts: the message names the run's label).
+    LookupError
+        ``on_missing="raise"`` and the run store lacks a run.
+
     Notes
     -----
     With ``cache_dir``, or runs crossing processes, the kept models are the fitted
@@ -207,6 +215,8 @@ def run_comparison(
     """
     runs = check_runs(methods, method_params, variants)
     check_choice(on_missing, "on_missing", ("compute", "raise"))
+    check_bool(progress, "progress")
+    check_int(n_workers, "n_workers", low=1)
     if seconds_per_run is not None:
         seconds_per_run = check_real(seconds_per_run, "seconds_per_run", low=0.0)
     plan = make_plan(scenario, seeds, runs, n_rounds, scenario_params, cache_dir, device,

@@ -15,15 +15,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .._validation import check_choice, check_int
+from .._validation import check_bool, check_choice, check_int
 from ..core.device import device_kind
 from ..core.registry import method_names
 from ..core.seeds import check_seeds
 from ..data.scenarios import make_scenario
-from ..federated.methods import METHODS
+from ..federated.methods import METHODS, make_method
 from ..run_cache import DamagedRunError, RunCache, environment, fingerprint
 
-__all__ = ["DIVERGENCE", "Plan", "build_scenario", "check_runs", "make_plan", "run_key"]
+__all__ = ["DIVERGENCE", "Plan", "build_scenario", "check_configurations", "check_runs",
+           "make_plan", "run_key"]
 
 #: What a run that diverges does: stop the comparison, or stay in it as a diverged run.
 DIVERGENCE = ("raise", "record")
@@ -112,6 +113,35 @@ def check_runs(methods: Sequence[str] | None, method_params: dict | None,
     for name in method_params:
         _check_methods([name])
     return [(m, m, method_params.get(m, {})) for m in methods]
+
+
+def check_configurations(runs: list, n_rounds: int, seed: int) -> None:
+    """Check every parameter of every run configuration before any run starts.
+
+    Without it a bad parameter of the last method would stop a comparison only after the
+    others had trained (and been stored).
+
+    Parameters
+    ----------
+    runs : list of (label, method, params)
+        From :func:`check_runs`.
+    n_rounds : int
+        Communication rounds.
+    seed : int
+        A seed of the comparison (the methods' ``random_state``).
+
+    Raises
+    ------
+    ValueError, TypeError
+        A parameter is unknown to its method, out of range or of the wrong type; the
+        message names the run's label.
+    """
+    for label, method, params in runs:
+        try:
+            make_method(method, n_rounds=n_rounds, random_state=seed, **params).check_params()
+        except (TypeError, ValueError) as exc:
+            kind = TypeError if isinstance(exc, TypeError) else ValueError
+            raise kind(f"run {label!r} ({method}): {exc}") from exc
 
 
 def _check_methods(methods: list) -> list[str]:
@@ -231,8 +261,10 @@ def make_plan(scenario, seeds: Iterable[int], runs: list, n_rounds: int,
     """
     seeds = check_seeds(seeds)
     check_int(n_rounds, "n_rounds", low=1)
+    check_bool(keep_models, "keep_models")
     check_choice(on_divergence, "on_divergence", DIVERGENCE)
     check_choice(on_damaged, "on_damaged", ("raise", "recompute"))
+    check_configurations(runs, n_rounds, seeds[0])
     if not (callable(scenario) or isinstance(scenario, str)):
         raise TypeError(f"scenario must be a name or a callable seed -> FederatedScenario, "
                         f"got {type(scenario).__name__}")

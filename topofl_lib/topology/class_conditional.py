@@ -107,6 +107,8 @@ def class_conditional_names(n_classes: int, n_thresholds: int = 20, class_blocks
     -------
     list of str
     """
+    check_class_conditional_params(n_classes=n_classes, n_thresholds=n_thresholds,
+                                   class_blocks=class_blocks, proportions=proportions)
     names = summary_names(n_thresholds, "joint_")
     if class_blocks:
         for c in range(n_classes):

@@ -37,6 +37,7 @@ import numpy as np
 
 from .._validation import (
     as_float_array,
+    check_bool,
     check_choice,
     check_finite,
     check_int,
@@ -66,6 +67,7 @@ H1_GRIDS = ("own", "h0")
 
 def descriptor_names(n_thresholds: int) -> list[str]:
     """Names of the ``8 + 2 * n_thresholds`` descriptor entries, in order."""
+    check_int(n_thresholds, "n_thresholds", low=2)  # as the descriptor's Betti grid
     scalars = ["entropy_h0", "entropy_h1", "amplitude_h0", "amplitude_h1",
                "n_above_median_h0", "n_above_median_h1", "n_pairs_h0", "n_pairs_h1"]
     curves = [f"betti{d}_{i}" for d in (0, 1) for i in range(n_thresholds)]
@@ -142,6 +144,11 @@ def persistence_entropy(pers: np.ndarray) -> float:
     Returns 0 for an empty diagram or one of zero total persistence.
     """
     pers = check_finite(as_float_array(pers, "pers"), "pers")
+    if pers.ndim != 1:
+        raise ValueError(f"pers must be 1-D (one persistence per pair), got shape {pers.shape}")
+    if np.any(pers < 0):
+        raise ValueError(f"pers holds negative persistence {pers.min():.3g}: a pair cannot "
+                         "die before it is born")
     pers = pers[pers > 0]
     total = pers.sum()
     if pers.size == 0 or total <= 0:
@@ -168,6 +175,7 @@ def betti_curve(dgm: np.ndarray, thresholds: np.ndarray, n_essential: int = 0) -
     """
     dgm = check_diagram(dgm)
     t = _check_values(thresholds, "thresholds")[:, None]
+    check_int(n_essential, "n_essential", low=0)
     alive = (dgm[:, 0][None, :] <= t) & (dgm[:, 1][None, :] > t)
     return alive.sum(axis=1).astype(np.float64) + n_essential
 
@@ -303,9 +311,16 @@ def client_topology(
         The points persistence was computed on.
     """
     check_choice(persistence, "persistence", PERSISTENCE_METHODS)
+    check_bool(strict, "strict")
     Xs = _checked_subsample(X, n_sub, strict, random_state, persistence, name)
     dgms = persistence_diagrams(Xs, persistence)
-    return descriptor_from_diagrams(dgms, n_thresholds, h1_grid), dgms, Xs
+    with np.errstate(all="ignore"):  # a non-finite result is refused just below
+        descriptor = descriptor_from_diagrams(dgms, n_thresholds, h1_grid)
+    if not np.all(np.isfinite(descriptor)):
+        raise ValueError(f"{name}: its descriptor overflows float64 (largest persistence "
+                         f"value {max(float(np.abs(d).max(initial=0)) for d in dgms):.3g}); "
+                         f"divide {name} by a constant first")
+    return descriptor, dgms, Xs
 
 
 def topological_descriptor(

@@ -142,6 +142,7 @@ def model_anchored_names(n_thresholds: int = 20, sublevel_fraction: bool = True,
     -------
     list of str
     """
+    check_model_anchored_params(n_thresholds=n_thresholds, sublevel_fraction=sublevel_fraction)
     head = ([f"{prefix}sublevel_fraction_{i}" for i in range(n_thresholds)]
             if sublevel_fraction else [])
     return head + summary_names(n_thresholds, prefix + "margin_")
