@@ -23,11 +23,13 @@ from topofl_lib.federated import (
     PTopoFL,
     Scaffold,
     accuracy,
+    client_streams,
     convergence_round,
     make_method,
     roc_auc,
     scaffold_drift,
 )
+from topofl_lib.federated.local import load_noise_seed
 
 
 @pytest.fixture(scope="module")
@@ -500,3 +502,28 @@ def test_scenario_and_client_reject_wrong_types(healthcare):
     c = healthcare.clients[0]
     with pytest.raises(TypeError, match="adversarial must be True or False"):
         Client(c.X_train, c.y_train, c.X_test, c.y_test, adversarial="no")
+
+
+@pytest.mark.parametrize(("call", "error", "match"), [
+    (lambda: client_streams(-1, 0), ValueError, r"random_state must be >= 0, got -1"),
+    (lambda: client_streams(0, -2), ValueError, r"k must be >= 0, got -2"),
+    (lambda: client_streams(0.5, 0), TypeError, r"random_state must be an int, got 0.5"),
+    (lambda: load_noise_seed(0, 1, round_number=-1), ValueError,
+     r"round_number must be >= 0, got -1"),
+    (lambda: load_noise_seed(0, "1"), TypeError, r"k must be an int, got '1'"),
+])
+def test_client_seed_streams_name_a_bad_argument(call, error, match):
+    """The per-client streams refuse a negative or non-int seed, index or round by name
+    (numpy's SeedSequence would say "expected non-negative integer")."""
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_client_seed_streams_are_reproducible_and_distinct():
+    """Known properties: one (seed, client) gives the same streams every time; another
+    client, or another round of load noise, gives other numbers; a seed of None is
+    fresh entropy."""
+    assert load_noise_seed(3, 1) == load_noise_seed(3, 1) != load_noise_seed(3, 2)
+    assert load_noise_seed(3, 1, 1) != load_noise_seed(3, 1, 0)
+    assert client_streams(3, 1)[1] == client_streams(3, 1)[1] != client_streams(4, 1)[1]
+    assert isinstance(client_streams(None, 0)[0], np.random.Generator)

@@ -549,3 +549,31 @@ def test_invert_descriptor_checks_its_target():
         invert_descriptor(np.ones(5), population, 10, n_iter=1, random_state=0)
     with pytest.raises(ValueError, match="target contains 48 NaN"):
         invert_descriptor(np.full(48, np.nan), population, 10, n_iter=1, random_state=0)
+
+
+@pytest.mark.parametrize("experiment", [gradient_inversion_experiment,
+                                        descriptor_inversion_experiment])
+@pytest.mark.parametrize(("kwargs", "error", "match"), [
+    ({"max_clients": 0}, ValueError, r"max_clients must be >= 1, got 0"),
+    ({"max_clients": 1.5}, TypeError, r"max_clients must be an int, got 1.5"),
+    ({"n_iter": 0}, ValueError, r"n_iter must be >= 1, got 0"),
+])
+def test_inversion_experiments_name_a_bad_argument_before_any_run(experiment, kwargs, error,
+                                                                   match):
+    """``max_clients=0`` used to return an empty table after building every scenario; it
+    and a bad ``n_iter`` are refused by name before the scenario name is looked up."""
+    with pytest.raises(error, match=match):
+        experiment("no such scenario", seeds=[0], progress=False, **kwargs)
+
+
+@pytest.mark.parametrize("experiment", [gradient_inversion_experiment,
+                                        descriptor_inversion_experiment,
+                                        membership_experiment, dp_utility_experiment])
+def test_privacy_experiments_refuse_an_unknown_scenario_before_any_run(experiment):
+    """An unknown scenario name stops the call before the first seed's runs, naming it and
+    the registered scenarios."""
+    with pytest.raises(ValueError, match=r"unknown scenario 'hospital'; expected one of .*"
+                                         r"'healthcare'"):
+        experiment("hospital", seeds=[0], progress=False)
+    with pytest.raises(ValueError, match=r"unknown scenario 'hospital'"):
+        proxy_table(scenarios=("healthcare", "hospital"), seeds=[0])

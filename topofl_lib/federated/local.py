@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
+from .._validation import check_int
 from ..core.learner import Workspace
 from ..storage import register_storable
 from .metrics import accuracy, roc_auc
@@ -487,6 +488,14 @@ class LogisticLearner:
         return X
 
 
+def _check_stream_ids(random_state: int, k: int) -> None:
+    """The run's seed and the client's index are non-negative ints (SeedSequence's entropy
+    and spawn key); a run seed of None is allowed (fresh entropy)."""
+    if random_state is not None:
+        check_int(random_state, "random_state", low=0)
+    check_int(k, "k", low=0)
+
+
 def load_noise_seed(random_state: int, k: int, round_number: int = 0) -> int:
     """The seed of client ``k``'s per-load noise (:attr:`topofl_lib.core.Client.load_noise_sd`).
 
@@ -510,6 +519,8 @@ def load_noise_seed(random_state: int, k: int, round_number: int = 0) -> int:
     int
         A seed in ``[0, 2**32)``.
     """
+    _check_stream_ids(random_state, k)
+    check_int(round_number, "round_number", low=0)
     sequence = np.random.SeedSequence(random_state, spawn_key=(k, 2, round_number))
     return int(sequence.generate_state(1)[0])
 
@@ -535,6 +546,7 @@ def client_streams(random_state: int, k: int) -> tuple[np.random.Generator, int]
     seed : int
         The seed of the client's persistence subsamples.
     """
+    _check_stream_ids(random_state, k)
     sgd = np.random.Generator(np.random.PCG64(
         np.random.SeedSequence(random_state, spawn_key=(k, 0))))
     topo = int(np.random.SeedSequence(random_state, spawn_key=(k, 1)).generate_state(1)[0])

@@ -17,6 +17,7 @@ from tqdm.auto import tqdm
 
 from .._validation import check_int, check_real
 from ..core.containers import FederatedScenario
+from ..core.registry import get_scenario
 from ..core.seeds import check_seeds, draw_seed
 from ..data.scenarios import make_scenario
 from ..federated.fedavg import FedAvg
@@ -44,6 +45,12 @@ __all__ = [
 ]
 
 M = len(DESCRIPTOR_NAMES)
+
+
+def _check_max_clients(max_clients: int | None) -> None:
+    """``max_clients`` is None (every honest client) or a positive int."""
+    if max_clients is not None:
+        check_int(max_clients, "max_clients", low=1)
 
 
 def _attacked_model(scenario: FederatedScenario, seed: int) -> np.ndarray:
@@ -82,9 +89,12 @@ def proxy_table(scenarios: Sequence[str] = ("healthcare", "benchmark"),
     pandas.DataFrame
         One row per (scenario, seed, client).
     """
+    seeds = check_seeds(seeds)
+    for name in scenarios:
+        get_scenario(name)  # an unknown name fails before any run
     rows = []
     for name in scenarios:
-        for seed in check_seeds(seeds):
+        for seed in seeds:
             scen = make_scenario(name, random_state=seed)
             d = scen.n_features
             p = d + 1
@@ -147,11 +157,14 @@ def gradient_inversion_experiment(
         One row per (seed, client, batch size, attack).
     """
     check_real(tol, "tol", low=0.0, low_open=True)
+    check_int(n_iter, "n_iter", low=1)
+    _check_max_clients(max_clients)
     for b in batch_sizes:
         check_int(b, "batch_size", low=1)
     release = release_map("gradient", model_dp)
     rows = []
     seeds = check_seeds(seeds)
+    get_scenario(scenario)  # an unknown name fails before any run
     bar = tqdm(total=len(seeds), desc=f"gradient inversion ({scenario})", disable=not progress)
     for seed in seeds:
         scen = make_scenario(scenario, random_state=seed)
@@ -232,9 +245,11 @@ def descriptor_inversion_experiment(
         recovered, relative_error, cosine, descriptor.
     """
     check_int(n_iter, "n_iter", low=1)
+    _check_max_clients(max_clients)
     descriptor_map(descriptor, w=np.zeros(2))  # validates the name before any run
     rows = []
     seeds = check_seeds(seeds)
+    get_scenario(scenario)  # an unknown name fails before any run
     bar = tqdm(total=len(seeds), desc=f"descriptor inversion ({scenario})", disable=not progress)
     for seed in seeds:
         scen = make_scenario(scenario, random_state=seed)
@@ -331,6 +346,7 @@ def membership_experiment(
     descriptor_map(descriptor, w=np.zeros(2))  # validates the name before any run
     rows = []
     seeds = check_seeds(seeds)
+    get_scenario(scenario)  # an unknown name fails before any run
     bar = tqdm(total=len(channels) * len(seeds), desc=f"membership ({scenario})",
                disable=not progress)
     for seed in seeds:
@@ -398,6 +414,7 @@ def dp_utility_experiment(
         check_real(e, "epsilon", low=0.0, low_open=True)
     rows = []
     seeds = check_seeds(seeds)
+    get_scenario(scenario)  # an unknown name fails before any run
     bar = tqdm(total=len(seeds), desc=f"DP utility ({scenario})", disable=not progress)
     for seed in seeds:
         scen = make_scenario(scenario, random_state=seed)
