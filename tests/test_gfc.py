@@ -344,3 +344,19 @@ def test_clustering_experiment_counts_every_run():
     assert df.query("epsilon == 1000 and method == 'GFC'")["ari"].min() > 0.3
     with pytest.raises(ValueError, match="dataset"):
         load_clustering_dataset("cifar")
+
+
+def test_gfc_refuses_an_alpha_that_asks_for_too_many_synthetic_points():
+    """Regression: alpha = 1e9 raised MemoryError while drawing the synthetic points. The
+    count is alpha times the uploaded centroids (4 clients of n_local 5: 20), refused above
+    MAX_SYNTHETIC_POINTS by name, before any client step; at the bound's edge it runs."""
+    from topofl_lib.clustering.gfc import MAX_SYNTHETIC_POINTS
+
+    _, _, clients = _blobs()
+    clients = clients[:4]
+    with pytest.raises(ValueError, match=r"alpha=1000000000.0 asks for 20000000000 synthetic "
+                                         r"points \(20 uploaded centroids\); at most "
+                                         f"{MAX_SYNTHETIC_POINTS}"):
+        GravitationalFederatedClustering(3, alpha=1e9, n_local=5).fit(clients)
+    est = GravitationalFederatedClustering(3, alpha=3.0, n_local=5, random_state=0).fit(clients)
+    assert est.synthetic_.shape == (60, 2)

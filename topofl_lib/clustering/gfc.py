@@ -101,6 +101,9 @@ GRAPHS = ("knn", "radius")
 CENTERS = ("leaf", "peak", "basin")
 #: Floor on the softening delta (the paper's heuristic underflows to 0 for large epsilon).
 MIN_DELTA = 1e-12
+#: Most synthetic points the server step draws (``alpha`` times the uploaded centroids):
+#: 10 million points in 2-D are 160 MB, and the k-NN graph over them hours on a CPU.
+MAX_SYNTHETIC_POINTS = 10_000_000
 
 
 def paper_delta(epsilon: float) -> float:
@@ -262,7 +265,8 @@ class GravitationalFederatedClustering(ClusterMixin, BaseEstimator):
         L1 sensitivity; records are clipped to L1 norm ``sensitivity / 2``. Scale the
         features to a public range first (e.g. the unit box).
     n_local, delta, alpha, radius : optional
-        Override the paper's heuristics (module docstring).
+        Override the paper's heuristics (module docstring). ``alpha`` times the uploaded
+        centroids, the synthetic points, is at most :data:`MAX_SYNTHETIC_POINTS`.
     p : float, default=2
         Decay exponent of the potential.
     mass : {"variance", "sse", "inverse"}
@@ -354,13 +358,15 @@ class GravitationalFederatedClustering(ClusterMixin, BaseEstimator):
         eps = float(self.epsilon)
         delta = max(float(self.delta), MIN_DELTA) if self.delta is not None else paper_delta(eps)
         alpha = self.alpha if self.alpha is not None else 2.0 + 20.0 / (eps + 1.0)
+        n_local = self._local_counts(clients)
+        m = max(int(np.ceil(alpha * sum(n_local))), self.n_clusters + 1)
+        if m > MAX_SYNTHETIC_POINTS:
+            raise ValueError(
+                f"alpha={alpha!r} asks for {m} synthetic points ({sum(n_local)} uploaded "
+                f"centroids); at most {MAX_SYNTHETIC_POINTS} (MAX_SYNTHETIC_POINTS): pass a "
+                "smaller alpha")
         cents, masses = [], []
-        for i, X in enumerate(clients):
-            k = self.n_local if self.n_local is not None else int(15 + X.shape[0] / 500)
-            if X.shape[0] < k:
-                raise ValueError(
-                    f"client_datasets[{i}] has {X.shape[0]} record(s), fewer than the {k} local "
-                    "centroids; pass a smaller n_local")
+        for X, k in zip(clients, n_local, strict=True):
             noisy = laplace_ldp(X, eps, self.sensitivity, rng)
             C, w = local_centroids(noisy, k, self.mass, self.sigma, delta, rng)
             cents.append(C)
@@ -368,7 +374,6 @@ class GravitationalFederatedClustering(ClusterMixin, BaseEstimator):
         S, w = np.vstack(cents), np.concatenate(masses)
         self.centroids_, self.masses_ = S, w
         check_distinct(S, self.n_clusters, type(self).__name__, "uploaded centroid(s)")
-        m = max(int(np.ceil(alpha * S.shape[0])), self.n_clusters + 1)
         G = rng.uniform(S.min(axis=0), S.max(axis=0), size=(m, S.shape[1]))
         E = gravitational_potential(G, S, w, self.p, delta)
         if self.graph == "knn":
@@ -388,6 +393,19 @@ class GravitationalFederatedClustering(ClusterMixin, BaseEstimator):
         check_distinct(centers, self.n_clusters, type(self).__name__, "centre(s)")
         self.cluster_centers_ = centers
         return self
+
+    def _local_counts(self, clients: list[np.ndarray]) -> list[int]:
+        """Each client's number of local centroids (``n_local``, or the paper's
+        ``15 + n/500``), once every client has at least that many records."""
+        counts = []
+        for i, X in enumerate(clients):
+            k = self.n_local if self.n_local is not None else int(15 + X.shape[0] / 500)
+            if X.shape[0] < k:
+                raise ValueError(
+                    f"client_datasets[{i}] has {X.shape[0]} record(s), fewer than the {k} local "
+                    "centroids; pass a smaller n_local")
+            counts.append(k)
+        return counts
 
     def _centers(self, G, E, tree, chosen) -> tuple[np.ndarray, str | None]:
         """Centres of the chosen peaks (``center_from``), then the fallback if needed."""
