@@ -17,6 +17,7 @@ from topofl_lib.deep import (
     noise_levels,
     partition_indices,
 )
+from topofl_lib.deep.partitions import MAX_CONCENTRATION, MAX_NOISE_SD
 from topofl_lib.federated import make_method
 
 Y = np.repeat(np.arange(10), 60)  # 600 labels, 10 balanced classes
@@ -87,6 +88,27 @@ def test_partition_errors():
         partition_indices(Y, "L", 5, 0.1, min_size=200)
     with pytest.raises(ValueError, match="param must be > 0"):
         partition_indices(Y, "Q", 5, 0.0)
+
+
+@pytest.mark.parametrize(("kind", "param", "match"), [
+    ("L", 1e308, r"param must be <= 1e\+100, got 1e\+308"),
+    ("Q", 1e101, r"param must be <= 1e\+100, got 1e\+101"),
+    ("Q+K", (1e200, 2), r"param \(the Q-skew's alpha\) must be <= 1e\+100"),
+    ("N", 1e308, r"param must be <= 1e\+30, got 1e\+308"),
+])
+def test_partition_parameters_too_large_to_compute_are_refused(kind, param, match):
+    """Regression: a Dirichlet concentration near 1e308 made numpy's draw all zeros, which
+    surfaced as "could not give each client min_size samples ... raise alpha", and an
+    N-skew sd of 1e308 as NaN in an internal array (X_train). Both are refused by name;
+    at the bounds the partitions are IID (equal proportions) and the noise finite."""
+    with pytest.raises(ValueError, match=match):
+        partition_indices(Y, kind, 5, param, random_state=0)
+    with pytest.raises(ValueError, match=r"sigma_max must be <= 1e\+30"):
+        noise_levels(5, 1e31)
+    sizes = [p.size for p in partition_indices(Y, "Q", 5, MAX_CONCENTRATION, random_state=0)]
+    assert sizes == [120] * 5
+    sc = make_image_scenario("digits", "N", 5, param=MAX_NOISE_SD, random_state=0)
+    assert all(np.isfinite(c.X_train).all() for c in sc.clients)
 
 
 # -- datasets ---------------------------------------------------------------------------

@@ -62,7 +62,8 @@ from .._validation import (
     check_real,
 )
 
-__all__ = ["COMBINED", "DEFAULT_PARAMS", "PARTITIONS", "label_distribution", "noise_levels",
+__all__ = ["COMBINED", "DEFAULT_PARAMS", "MAX_CONCENTRATION", "MAX_NOISE_SD", "PARTITIONS",
+           "label_distribution", "noise_levels",
            "partition_indices", "split_kind", "writer_partition"]
 
 #: Partition kinds (FedTopo's letters, plus an IID control).
@@ -71,6 +72,11 @@ PARTITIONS = ("iid", "N", "L", "K", "Q")
 DEFAULT_PARAMS = {"iid": None, "N": 0.5, "L": 0.1, "K": 5, "Q": 0.5}
 #: Combinations of two skews (see the module docstring); ``param`` is a pair.
 COMBINED = ("Q+K", "L+N", "K+N", "Q+N")
+#: Largest Dirichlet concentration (L, Q): numpy's draw overflows to all zeros near 1e308,
+#: and from about 1e10 on the proportions equal 1/K to float precision (an IID split).
+MAX_CONCENTRATION = 1e100
+#: Largest N-skew noise scale: the noisy images are float32 (largest value about 3.4e38).
+MAX_NOISE_SD = 1e30
 
 
 def _cut(indices: np.ndarray, proportions: np.ndarray) -> list[np.ndarray]:
@@ -161,11 +167,11 @@ def partition_indices(y, kind: str, n_clients: int = 5, param=None, min_size: in
     param = DEFAULT_PARAMS[kind] if param is None else param
     if kind in ("iid", "N"):
         if kind == "N":
-            check_real(param, "param", low=0.0)
+            check_real(param, "param", low=0.0, high=MAX_NOISE_SD)
         return [np.sort(p) for p in np.array_split(rng.permutation(y.size), n_clients)]
     if kind == "K":
         return _fixed_k(y, n_clients, param, rng)
-    check_real(param, "param", low=0.0, low_open=True)
+    check_real(param, "param", low=0.0, low_open=True, high=MAX_CONCENTRATION)
     return _dirichlet(y, n_clients, float(param), rng, min_size, per_class=kind == "L")
 
 
@@ -185,7 +191,7 @@ def noise_levels(n_clients: int, sigma_max: float) -> np.ndarray:
         Evenly spaced from 0 to ``sigma_max`` (``[0]`` for one client).
     """
     check_int(n_clients, "n_clients", low=1)
-    check_real(sigma_max, "sigma_max", low=0.0)
+    check_real(sigma_max, "sigma_max", low=0.0, high=MAX_NOISE_SD)
     if n_clients == 1:
         return np.zeros(1)
     return np.arange(n_clients) / (n_clients - 1) * sigma_max
@@ -249,7 +255,8 @@ def split_kind(kind: str, param) -> tuple[tuple[str, object], tuple[str, object]
 
 def _thinned(parts: list[np.ndarray], alpha, rng, min_size: int) -> list[np.ndarray]:
     """Each part cut to a random subset of size proportional to Dir(alpha) weights."""
-    check_real(alpha, "param (the Q-skew's alpha)", low=0.0, low_open=True)
+    check_real(alpha, "param (the Q-skew's alpha)", low=0.0, low_open=True,
+               high=MAX_CONCENTRATION)
     sizes = np.array([p.size for p in parts], dtype=np.float64)
     for _ in range(1000):
         p = rng.dirichlet(np.full(len(parts), float(alpha)))
