@@ -166,6 +166,34 @@ def test_madd_and_label_clusters():
     assert ids[0] == ids[1] and ids[2] == ids[3] and len(set(ids)) == 3
 
 
+@pytest.mark.parametrize(("call", "error", "match"), [
+    (lambda: madd(np.ones((2, 3))), ValueError, r"V must be 2-D with at least 3 rows .*\(2, 3\)"),
+    (lambda: madd(np.ones(4)), ValueError, r"V must be 2-D .*shape \(4,\)"),
+    (lambda: madd("abc"), TypeError, r"V must be an array of numbers"),
+    (lambda: label_clusters(np.eye(3), eps=0.0), ValueError, r"eps must be > 0.0, got 0.0"),
+    (lambda: feature_statistics(np.ones((4, 2)), np.array([0, 1, 3, 1]), 3), ValueError,
+     r"y must contain labels 0..2, got values \[0, 1, 3\]"),
+    (lambda: feature_statistics(np.ones((4, 2)), np.zeros(3, int), 3), ValueError,
+     r"y must be 1-D with 4 entries"),
+    (lambda: feature_statistics(np.ones(4), np.zeros(4, int), 3), ValueError,
+     r"Z must be a non-empty 2-D array"),
+    (lambda: feature_statistics(np.ones((4, 2)), np.zeros(4, int), 0), ValueError,
+     r"n_classes must be >= 1, got 0"),
+    (lambda: collaboration_weights(np.ones(3), np.ones((4, 2, 2))), ValueError,
+     r"V must have shape \(n_clients,\) and H .* got \(3,\) and \(4, 2, 2\)"),
+    (lambda: collaboration_weights(np.ones(3), np.ones((3, 2))), ValueError, r"\(3, 2\)"),
+])
+def test_fedpac_and_fedccfa_helpers_name_bad_input(call, error, match):
+    """The public helpers refuse wrong shapes, labels out of range and a non-positive
+    DBSCAN radius by name (they used to fail inside numpy or DBSCAN, or, for MADD with two
+    clients, return NaN distances from the mean of nothing). NaN features still pass: a
+    diverged run's are recorded, not refused."""
+    with pytest.raises(error, match=match):
+        call()
+    V, h = feature_statistics(np.full((2, 2), np.nan), np.array([0, 1]), 2)
+    assert np.isnan(V) and np.isnan(h).all()
+
+
 def _head(est):
     n_head = sum(p.numel() for p in est.learner_.net.classifier.parameters())
     mask = np.zeros(est.coef_.size, dtype=bool)

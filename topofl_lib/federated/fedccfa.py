@@ -53,7 +53,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.cluster import DBSCAN
 
-from .._validation import check_int, check_real
+from .._validation import as_float_array, check_int, check_real
 from .fedfm import anchor_matching_loss
 from .representation import DecoupledFedAvg, class_means
 
@@ -74,7 +74,9 @@ def madd(V: np.ndarray) -> np.ndarray:
     ndarray of shape (K, K)
         Symmetric, zero diagonal.
     """
-    V = np.asarray(V, dtype=np.float64)
+    V = as_float_array(V, "V")
+    if V.ndim != 2 or V.shape[0] < 3:
+        raise ValueError(f"V must be 2-D with at least 3 rows (clients), got shape {V.shape}")
     K = V.shape[0]
     U = V / np.maximum(np.linalg.norm(V, axis=1, keepdims=True), 1e-12)
     S = U @ U.T
@@ -102,6 +104,7 @@ def label_clusters(rows: np.ndarray, eps: float) -> np.ndarray:
     ndarray of int (K,)
         Cluster ids.
     """
+    check_real(eps, "eps", low=0.0, low_open=True)
     return DBSCAN(eps=eps, min_samples=1, metric="precomputed").fit(madd(rows)).labels_
 
 

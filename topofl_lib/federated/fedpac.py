@@ -46,7 +46,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize
 
-from .._validation import check_int, check_real
+from .._validation import as_float_array, check_int, check_real
 from .representation import DecoupledFedAvg, class_means
 
 __all__ = ["FedPAC", "collaboration_weights", "feature_statistics"]
@@ -75,8 +75,8 @@ def feature_statistics(Z: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[fl
     h : ndarray of shape (n_classes, n_hidden)
         :math:`p_c \\mu_c` (zero for an absent class).
     """
+    means, counts = class_means(Z, y, n_classes)  # checks Z, y and n_classes
     Z = np.asarray(Z, dtype=np.float64)
-    means, counts = class_means(Z, y, n_classes)
     p = counts / Z.shape[0]
     sq, _ = class_means((Z ** 2).sum(axis=1, keepdims=True), y, n_classes)
     V = float((p * sq[:, 0] - p ** 2 * (means ** 2).sum(axis=1)).sum() / Z.shape[0])
@@ -119,7 +119,10 @@ def collaboration_weights(V: np.ndarray, H: np.ndarray) -> np.ndarray:
         Row ``i``: the weights of the classifiers client ``i`` combines (non-negative,
         summing to one; weights below 1e-3 zeroed and the rest renormalised).
     """
-    V, H = np.asarray(V, dtype=np.float64), np.asarray(H, dtype=np.float64)
+    V, H = as_float_array(V, "V"), as_float_array(H, "H")
+    if V.ndim != 1 or V.size == 0 or H.ndim != 3 or H.shape[0] != V.size:
+        raise ValueError(f"V must have shape (n_clients,) and H (n_clients, n_classes, "
+                         f"n_hidden) with the same n_clients, got {V.shape} and {H.shape}")
     K = V.size
     out = np.empty((K, K))
     for i in range(K):

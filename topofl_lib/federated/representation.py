@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_choice
+from .._validation import as_float_array, check_choice, check_int, check_labels
 from .fedavg import FedAvg
 from .local import local_sgd
 
@@ -76,10 +76,15 @@ def class_means(Z: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[np.ndarra
         Zero for a class without samples.
     counts : ndarray of shape (n_classes,)
     """
-    y = np.asarray(y)
+    Z = as_float_array(Z, "Z")  # NaN allowed: a diverged run's features are recorded
+    if Z.ndim != 2 or Z.shape[0] == 0:
+        raise ValueError(f"Z must be a non-empty 2-D array (n_samples, n_hidden), got shape "
+                         f"{Z.shape}")
+    check_int(n_classes, "n_classes", low=1)
+    y = check_labels(y, Z.shape[0], require_both=False, n_classes=n_classes)
     counts = np.bincount(y, minlength=n_classes).astype(np.float64)
     sums = np.zeros((n_classes, Z.shape[1]))
-    np.add.at(sums, y, np.asarray(Z, dtype=np.float64))
+    np.add.at(sums, y, Z)
     return sums / np.maximum(counts, 1.0)[:, None], counts
 
 
