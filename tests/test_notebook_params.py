@@ -15,6 +15,7 @@ from topofl_lib.notebook_params import (
     Int,
     ListOf,
     Notebook,
+    OneOf,
     Real,
     Record,
     _assigned,
@@ -454,3 +455,22 @@ def test_the_privacy_notebooks_deep_runs_are_the_deep_notebooks():
         assert list(mine["deep"]) == ["epsilons", "level", *names]
         assert mine["dp_seeds"] >= (2 if profile == "quick" else 20)
         assert theirs["alphas"][0] == 0.1 and "fashion_mnist" in theirs["datasets"]
+
+
+@pytest.mark.parametrize(("make", "error", "match"), [
+    (lambda: Int(low=5, high=1), ValueError, r"Int\(low=5, high=1\): low must be at most high"),
+    (lambda: Int(low=1.5), TypeError, r"Int.low must be an int, got 1.5"),
+    (lambda: Real(2.0, 1.0), ValueError, r"Real\(low=2.0, high=1.0\): low must be at most"),
+    (lambda: Real(high=float("nan")), ValueError, r"Real.high must be finite"),
+    (lambda: Real(0.0, low_open=1), TypeError, r"Real.low_open must be True or False"),
+    (lambda: OneOf("abc"), TypeError, r"OneOf.choices must be a non-empty sequence of str"),
+    (lambda: OneOf(()), TypeError, r"OneOf.choices must be a non-empty sequence of str"),
+])
+def test_a_value_spec_no_value_could_pass_is_refused_when_written(make, error, match):
+    """A spec with crossed bounds, a bound of the wrong kind or a string as its choices
+    (``OneOf("abc")`` offered 'a', 'b' and 'c') is a typo in a notebook's spec: refused
+    when the spec is built, not when a user's value meets it. Equal bounds are allowed."""
+    with pytest.raises(error, match=match):
+        make()
+    assert Int(3, 3).check(3, "n") == 3
+    assert OneOf(["a", "b"]).check("b", "x") == "b"

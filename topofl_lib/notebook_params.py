@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._validation import check_choice, check_int, check_real
+from ._validation import check_bool, check_choice, check_int, check_real
 from .clustering.evaluation import CLUSTERING_DATASETS, PAPER_DATASETS
 from .data.records import CATEGORICAL, MEDICALDATA, MISSING, SMALL_SITES
 from .data.scenarios import ATTACKS
@@ -108,6 +108,13 @@ OUTPUT_DIR_HELP = ("None: $TOPOFL_OUTPUT_DIR, else build/interactive/ (never fig
 
 
 # --------------------------------------------------------------------------- value specs
+def _check_bounds(spec) -> None:
+    """A spec's ``low`` is at most its ``high`` (a spec no value passes is a typo)."""
+    if spec.low is not None and spec.high is not None and spec.low > spec.high:
+        raise ValueError(f"{type(spec).__name__}(low={spec.low!r}, high={spec.high!r}): low "
+                         "must be at most high")
+
+
 @dataclass(frozen=True)
 class Int:
     """An int in ``[low, high]``.
@@ -120,6 +127,12 @@ class Int:
 
     low: int | None = None
     high: int | None = None
+
+    def __post_init__(self):
+        for bound in ("low", "high"):
+            if getattr(self, bound) is not None:
+                check_int(getattr(self, bound), f"Int.{bound}")
+        _check_bounds(self)
 
     def check(self, value: Any, name: str) -> int:
         """``value`` as an int; a ``TypeError`` or ``ValueError`` names ``name``.
@@ -155,6 +168,13 @@ class Real:
     high: float | None = None
     low_open: bool = False
 
+    def __post_init__(self):
+        for bound in ("low", "high"):
+            if getattr(self, bound) is not None:
+                check_real(getattr(self, bound), f"Real.{bound}")
+        check_bool(self.low_open, "Real.low_open")
+        _check_bounds(self)
+
     def check(self, value: Any, name: str) -> float:
         """``value`` as a float; a ``TypeError`` or ``ValueError`` names ``name``.
 
@@ -178,6 +198,12 @@ class OneOf:
     """One of a few strings."""
 
     choices: tuple[str, ...]
+
+    def __post_init__(self):
+        if (isinstance(self.choices, str) or not self.choices
+                or not all(isinstance(c, str) for c in self.choices)):
+            raise TypeError(f"OneOf.choices must be a non-empty sequence of strings, got "
+                            f"{self.choices!r}")
 
     def check(self, value: Any, name: str) -> str:
         """``value`` if it is one of ``choices``, else a ``ValueError`` naming ``name``.
