@@ -2,7 +2,7 @@
 
 ``reproduce --profile paper --only fedtopo`` computes whatever the store lacks, in the
 notebook's order: every seed of one section before the next section. On a machine where
-the whole is more than a sitting (about 35 CPU-hours: issue 27), this script computes
+the whole is more than a sitting (about 58 CPU-hours: issue 27), this script computes
 the same runs (the same configurations, so the same keys: the notebook then reuses them)
 in a different order, so that every cell has some seeds before any has all of them:
 the N-skew readings, Table 1's four partitions (with the L-skew variants), Table 4's
@@ -159,7 +159,9 @@ def main(argv=None) -> int:
             run_comparison("image", n_workers=args.workers, on_divergence="record",
                            seconds_per_run=RUN_SECONDS, **kw)
     if args.status:
-        print(f"all: {stored} of {total} runs stored")
+        done = sum(t for ts in seconds.values() for t in ts if t == t) / 3600  # NaN: unrecorded
+        print(f"all: {stored} of {total} runs stored, {done:.1f} core-hours by their recorded "
+              "seconds")
         print(_time_left(seconds, missing, args.workers))
     return 0
 
