@@ -363,9 +363,14 @@ def test_comparison_document_states_the_rule_the_counts_and_the_coverage(committ
     assert "| 4.5 | 4.459 ± 0 | 10 |" in line and "| agrees | cpu | paper |" in line
     line = next(ln for ln in md.splitlines() if "`gfc.t1.mnist.eps0.1.ari.gfc`" in ln)
     assert "| 56.53 ± 5.95 |" in line and "| stand-in | MNIST-5k" in line
-    # one seed has no spread: its mean stands alone (SCAFFOLD kept one seed of three there)
+    # one seed has no spread: its mean stands alone (the DP audit's accounted epsilon is one
+    # number per audit), and a row without a paper value shows a dash
+    line = next(ln for ln in md.splitlines()
+                if "`topofl.dp.audit.mia.gradient.eps1.accounted`" in ln)
+    assert "| — | 0.4838 | 1 | — | n/a |" in line
+    # a cell where diverged seeds were left out says so (SCAFFOLD on Q-skew kept 2 of 5)
     line = next(ln for ln in md.splitlines() if "`fedtopo.t1.fmnist.Q.scaffold`" in ln)
-    assert "| 90.22 | 89.3 | 1 |" in line
+    assert "| 90.22 | 88.8 ± 0.71 | 2 |" in line and "3 of 5 seeds diverged (NaN)" in line
     rows = md.split("\n## Rows\n")[1]
     assert sum(ln.startswith("| `") for ln in rows.splitlines()) == len(summary)
 
