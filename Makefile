@@ -15,6 +15,15 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-stamp
 LOCK    := constraints.txt
 APT_PACKAGES := chromium dataset-fashion-mnist
+LINTED  := topofl_lib tests benchmarks notebooks docs conftest.py
+# pytest-xdist: one worker per core and one more, since the Flower federations (one
+# worker, one after another: conftest.py) mostly wait on Flower's pulls and heartbeats;
+# loadgroup keeps conftest.py's groups together, and --no-loadscope-reorder hands them out
+# in conftest.py's order (the longest first) rather than by their number of tests
+WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
+PYTEST_ARGS ?= --nbval-lax -n $(WORKERS) --dist loadgroup --no-loadscope-reorder
+# when make started: the set-up's share of `make test`'s wall time
+T0      := $(shell date +%s)
 
 .PHONY: setup system reproduce test docs lint lock benchmark flower clean
 
@@ -52,23 +61,31 @@ setup: $(STAMP) system
 reproduce: setup
 	$(PY) -m topofl_lib reproduce --profile $(PROFILE)
 
+# The suite runs on every core (pytest-xdist; conftest.py says which tests share a worker).
+# The output ends with the slowest tests and the wall time of each stage; the notebooks'
+# run store is made fresh, so every run is computed.
 test: $(STAMP) system
-	$(PY) -m ruff check topofl_lib tests benchmarks notebooks docs
-	$(MAKE) docs
-	rm -rf $(CURDIR)/build/test-output/runs  # the notebooks' run store: fresh, so every run is computed
+	@t1=$$(date +%s); \
+	echo "$(PY) -m ruff check $(LINTED)"; $(PY) -m ruff check $(LINTED) || exit $$?; t2=$$(date +%s); \
+	$(MAKE) --no-print-directory docs || exit $$?; t3=$$(date +%s); \
+	rm -rf $(CURDIR)/build/test-output/runs; \
+	echo "$(PY) -m pytest $(PYTEST_ARGS)"; \
 	TOPOFL_OUTPUT_DIR=$(CURDIR)/build/test-output TOPOFL_CACHE_DIR=$(CURDIR)/build/test-output/runs \
-	  TOPOFL_DOCS_HTML=$(CURDIR)/build/docs/html $(PY) -m pytest --nbval-lax
+	  TOPOFL_DOCS_HTML=$(CURDIR)/build/docs/html $(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
+	t4=$$(date +%s); \
+	echo "make test wall time: set-up $$((t1 - $(T0))) s, ruff $$((t2 - t1)) s, docs $$((t3 - t2)) s, pytest $$((t4 - t3)) s; total $$((t4 - $(T0))) s"; \
+	exit $$status
 
 # The documentation site (docs/): Sphinx, warnings as errors, a fresh environment (-E) so
 # that every page is read again; the API pages, the executed notebooks of
 # results/notebooks/ (never run again), the results page and the papers' citations are
 # made from the repository at build time. tests/test_docs_site.py opens it in Chromium.
 docs: $(STAMP)
-	$(PY) -m sphinx -W --keep-going -E -q -b html -d build/docs/doctrees docs build/docs/html
+	$(PY) -m sphinx -W --keep-going -E -q -j auto -b html -d build/docs/doctrees docs build/docs/html
 	@echo "documentation: build/docs/html/index.html"
 
 lint: $(STAMP)
-	$(PY) -m ruff check topofl_lib tests benchmarks notebooks docs
+	$(PY) -m ruff check $(LINTED)
 
 benchmark: $(STAMP)
 	$(PY) benchmarks/run_benchmarks.py

@@ -76,6 +76,32 @@ def test_read_idx_refuses_other_files(tmp_path):
         read_idx(short)
 
 
+def test_read_idx_bounds_the_header_before_reading(tmp_path):
+    """Dimensions whose product passes 2**64 (it used to wrap to 0 and pass the size
+    check), a declared size above the cap, a cut header, a gzip stream that inflates past
+    its header and a damaged gzip stream are all refused, naming the file."""
+    wrap = tmp_path / "wrap-idx3-ubyte"
+    wrap.write_bytes(bytes([0, 0, 0x08, 4]) + (2**16).to_bytes(4, "big") * 4)  # 2**64 bytes
+    with pytest.raises(ValueError, match=rf"{wrap}: its IDX header .* more than MAX_IDX_BYTES"):
+        read_idx(wrap)
+    big = tmp_path / "big-idx1-ubyte"
+    big.write_bytes(bytes([0, 0, 0x0E, 1]) + (2**31).to_bytes(4, "big"))  # 16 GiB of f8
+    with pytest.raises(ValueError, match="17179869184 bytes, more than MAX_IDX_BYTES"):
+        read_idx(big)
+    cut = tmp_path / "cut-idx3-ubyte"
+    cut.write_bytes(bytes([0, 0, 0x08, 3, 0, 0]))
+    with pytest.raises(ValueError, match=f"{cut} holds 6 bytes; .* 3 dimensions and needs 16"):
+        read_idx(cut)
+    bomb = tmp_path / "bomb-idx1-ubyte.gz"  # declares 4 bytes, inflates to 64 MB
+    bomb.write_bytes(gzip.compress(bytes([0, 0, 0x08, 1, 0, 0, 0, 4]) + bytes(2**26)))
+    with pytest.raises(ValueError, match=f"{bomb} holds more than 12 bytes; .* needs 12"):
+        read_idx(bomb)
+    damaged = tmp_path / "damaged-idx1-ubyte.gz"
+    damaged.write_bytes(gzip.compress(_idx_bytes(np.arange(50, dtype=np.uint8), 0x08))[:-12])
+    with pytest.raises(ValueError, match=f"{damaged} is damaged"):
+        read_idx(damaged)
+
+
 def test_restricted_unpickle_rebuilds_arrays_and_frames():
     batch = {b"data": np.arange(12, dtype=np.uint8).reshape(2, 6), b"labels": [1, 2]}
     for protocol in (2, pickle.HIGHEST_PROTOCOL):

@@ -79,7 +79,8 @@ PARAMETERS_JS = """() => {
 
 def sphinx_command(html: Path) -> list[str]:
     """``make docs``'s Sphinx call (warnings are errors), building into ``html``."""
-    return [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-E", "-q", "-b", "html",
+    return [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-E", "-q", "-j", "auto",
+            "-b", "html",
             "-d", str(html.parent / "doctrees"), str(REPO / "docs"), str(html)]
 
 

@@ -33,6 +33,7 @@ pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("flwr") is None,
                        reason="Flower is not installed: pip install -e .[flower]"),
     pytest.mark.slow,
+    pytest.mark.federation,
 ]
 
 SUPERLINK = "127.0.0.2"

@@ -195,6 +195,61 @@ def test_breast_unknown_category_names_file_and_column(tmp_path):
         load_file_dataset("breast", tmp_path)
 
 
+def _cut(text: str, line: int, keep: int) -> str:
+    """``text`` with line ``line`` (1-based) cut after ``keep`` of its fields."""
+    lines = text.splitlines()
+    sep = "\t" if "\t" in lines[line - 1] else ","
+    lines[line - 1] = sep.join(lines[line - 1].split(sep)[:keep])
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(("name", "text", "match"), [
+    # a heart file whose last row is cut after 5 of its 14 fields (it loaded as a record
+    # with the cut fields imputed and labelled 0)
+    ("heart", _cut(HEART, 4, 5), "processed.cleveland.data, line 4: 5 fields, expected 14"),
+    # thyroid rows of 3 fields (they came back as X of shape (n, 2))
+    ("thyroid", "1,107,10.1\n2,120,15.6\n", "new-thyroid.data, line 1: 3 fields, expected 6"),
+    ("thyroid", THYROID + "1,107,10.1,2.2,0.9,2.7,5.5\n",
+     "new-thyroid.data, line 4: 7 fields, expected 6"),
+    # a cell that is not a number (pandas' message named no file)
+    ("seeds", SEEDS.replace("0.871", "abc"),
+     r"seeds_dataset.txt, line 1: 'abc' in column 2 is not a number"),
+    ("heart", HEART.replace("145.0", "x145"), "line 1: 'x145' in column 3 is not a number"),
+    ("abalone", ABALONE.replace(",15\n", ",15.5.1\n"), "line 1: '15.5.1' in column 8"),
+    # an empty file, and one of blank lines (pandas' EmptyDataError named no file)
+    ("abalone", "", "abalone.data holds no records"),
+    ("seeds", "\n\n  \n", "seeds_dataset.txt holds no records"),
+    ("gesture", GESTURE_HEADER + "\n", "a1_raw.csv holds no records"),
+    ("gesture", GESTURE_HEADER + "\n1,2,3\n", "a1_raw.csv, line 2: 3 fields, expected 20"),
+])
+def test_a_damaged_table_is_refused_naming_file_and_line(tmp_path, name, text, match):
+    path = _write(tmp_path, name, text)
+    with pytest.raises(ValueError, match=match) as err:
+        load_file_dataset(name, tmp_path)
+    assert str(path) in str(err.value)
+
+
+def test_a_table_is_bounded_before_it_is_read(tmp_path, monkeypatch):
+    """A table larger than MAX_TABLE_BYTES (inflated, for a gzipped copy) and a damaged
+    gzip stream or non-text bytes are refused naming the file."""
+    import topofl_lib.data.file_datasets as fd
+
+    path = _write(tmp_path, "thyroid", THYROID)
+    monkeypatch.setattr(fd, "MAX_TABLE_BYTES", len(THYROID) - 1)
+    with pytest.raises(ValueError, match=f"{path} holds more than MAX_TABLE_BYTES"):
+        load_file_dataset("thyroid", tmp_path)
+    monkeypatch.undo()
+    path.write_bytes(b"\xff\xfe\x00 not text")
+    with pytest.raises(ValueError, match=f"{path} is not text"):
+        load_file_dataset("thyroid", tmp_path)
+    path.unlink()
+    gz = path.with_name(path.name + ".gz")
+    gz.write_bytes(gzip.compress(THYROID.encode())[:-10])
+    monkeypatch.setattr(fd, "plain_or_gzipped", lambda where, f: where / (f + ".gz"))
+    with pytest.raises(ValueError, match=f"{gz} is damaged"):
+        load_file_dataset("thyroid", tmp_path)
+
+
 def test_heart_imputes_medians_and_splits_disease(data_folder):
     X, y = load_file_dataset("heart", data_folder)
     assert X.shape == (4, 13) and y.tolist() == [0, 1, 0, 1]

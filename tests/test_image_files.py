@@ -201,6 +201,15 @@ def test_cifar_binary_label_out_of_range_is_refused(tmp_path):
         read_cifar10(tmp_path)
 
 
+def _doubled(depth: int) -> list:
+    """A list of ``2**depth`` zeros in ``depth`` levels, each level two references to the
+    one below: its pickle is a few hundred bytes."""
+    x: list = [0]
+    for _ in range(depth):
+        x = [x, x]
+    return x
+
+
 @pytest.mark.parametrize("damage, message", [
     (lambda b: b[: len(b) // 2], "test_batch is not a CIFAR-10 batch of plain data"),
     (lambda b: pickle.dumps({b"data": np.zeros((2, 5), np.uint8), b"labels": [0, 1]}),
@@ -208,6 +217,11 @@ def test_cifar_binary_label_out_of_range_is_refused(tmp_path):
     (lambda b: pickle.dumps({b"data": np.zeros((2, 3072), np.uint8), b"labels": [0]}),
      "test_batch holds 2 images but labels of shape"),
     (lambda b: pickle.dumps([1, 2]), "test_batch is not a CIFAR-10 batch: expected a dict"),
+    # a few hundred bytes that np.asarray took for 2**41 elements (MemoryError)
+    (lambda b: pickle.dumps({b"data": _doubled(41), b"labels": [0]}),
+     "test_batch: b'data' must be a uint8 array, got a list"),
+    (lambda b: pickle.dumps({b"data": np.zeros((1, 3072), np.uint8), b"labels": _doubled(41)}),
+     "test_batch: b'labels' must be a list of ints, got a list holding other values"),
 ])
 def test_damaged_cifar_python_file_is_refused_by_name(tmp_path, damage, message):
     _write_cifar_python(tmp_path, "cifar10", _cifar_batches("cifar10"))

@@ -50,7 +50,11 @@ attributes are coded as one ordinal column each, never one-hot):
 
 from __future__ import annotations
 
+import gzip
+import io
 import os
+import re
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,7 +65,12 @@ import pandas as pd
 from .image_files import MNIST_FILES, MNIST_SOURCE, plain_or_gzipped, read_mnist
 from .locations import DatasetNotFoundError, data_dir
 
-__all__ = ["FILE_DATASETS", "FileDataset", "dataset_path", "load_file_dataset"]
+__all__ = ["FILE_DATASETS", "MAX_TABLE_BYTES", "FileDataset", "dataset_path",
+           "load_file_dataset"]
+
+#: The largest table a loader reads, in bytes (inflated, for a gzipped copy): 1 GiB, far
+#: above the largest of GFC's tables (Postures, 17 MB).
+MAX_TABLE_BYTES = 2**30
 
 
 @dataclass(frozen=True)
@@ -153,9 +162,61 @@ def dataset_path(name: str, folder: str | os.PathLike | None = None) -> list[Pat
     return found
 
 
-def _frame(path: Path, *, sep: str = ",", header=None, na=("?",)) -> pd.DataFrame:
-    return pd.read_csv(path, sep=sep, header=header, na_values=list(na),
-                       skipinitialspace=True, engine="python")
+def _text(path: Path) -> str:
+    """The file's text, read (inflated) only up to :data:`MAX_TABLE_BYTES`."""
+    opener = gzip.open if path.name.endswith(".gz") else open
+    try:
+        with opener(path, "rb") as fh:
+            raw = fh.read(MAX_TABLE_BYTES + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ValueError(f"{path} is damaged: {exc}") from exc
+    if len(raw) > MAX_TABLE_BYTES:
+        raise ValueError(f"{path} holds more than MAX_TABLE_BYTES ({MAX_TABLE_BYTES}) bytes; "
+                         "it is not one of GFC's tables")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not text (UTF-8): {exc}") from exc
+
+
+def _frame(path: Path, *, n_fields: int | None = None, sep: str = ",", header=None,
+           na=("?",)) -> pd.DataFrame:
+    """The table of ``path``, every record checked to have ``n_fields`` fields (the
+    header's count where there is a header); its index is each record's line number."""
+    split = (lambda ln: re.split(sep, ln.strip())) if len(sep) > 1 else (
+        lambda ln: ln.split(sep))
+    lines = [(i, ln) for i, ln in enumerate(_text(path).splitlines(), 1) if ln.strip()]
+    if header is not None and lines:
+        n_fields = n_fields or len(split(lines[0][1]))
+    records = lines[1:] if header is not None else lines
+    if not records:
+        raise ValueError(f"{path} holds no records")
+    n_fields = n_fields or len(split(records[0][1]))
+    for i, ln in lines:
+        if len(split(ln)) != n_fields:
+            raise ValueError(f"{path}, line {i}: {len(split(ln))} fields, expected {n_fields}")
+    text = "\n".join(ln for _, ln in lines)
+    table = pd.read_csv(io.StringIO(text), sep=sep, header=header, na_values=list(na),
+                        skipinitialspace=True, engine="python")
+    table.index = [i for i, _ in records]
+    return table
+
+
+def _numbers(table: pd.DataFrame, path: Path, dtype=np.float64) -> np.ndarray:
+    """The columns of ``table`` as numbers; a cell that is not one is named (file, line,
+    column)."""
+    for column in table.columns:
+        values = table[column]
+        bad = pd.to_numeric(values, errors="coerce").isna() & values.notna()
+        if bad.any():
+            line = bad.index[bad.to_numpy().argmax()]
+            raise ValueError(f"{path}, line {line}: {values[line]!r} in column {column!r} is "
+                             "not a number")
+    try:
+        return table.to_numpy(dtype)
+    except (ValueError, TypeError, OverflowError) as exc:  # NaN or too large for an int
+        raise ValueError(f"{path}: the columns {list(table.columns)} do not hold "
+                         f"{np.dtype(dtype).name} numbers: {exc}") from exc
 
 
 def _codes(values: pd.Series, order: Sequence[str], column: str, path: Path) -> np.ndarray:
@@ -172,13 +233,13 @@ def _labels(values) -> np.ndarray:
 
 
 def _seeds(paths: list[Path]) -> tuple[np.ndarray, np.ndarray]:
-    table = _frame(paths[0], sep=r"\s+")  # tab-separated, some rows with doubled tabs
-    return table.iloc[:, :7].to_numpy(np.float64), _labels(table.iloc[:, 7])
+    table = _frame(paths[0], n_fields=8, sep=r"\s+")  # tabs, some rows with doubled tabs
+    return _numbers(table.iloc[:, :7], paths[0]), _labels(table.iloc[:, 7])
 
 
 def _thyroid(paths: list[Path]) -> tuple[np.ndarray, np.ndarray]:
-    table = _frame(paths[0])  # class first, then 5 laboratory tests
-    return table.iloc[:, 1:6].to_numpy(np.float64), _labels(table.iloc[:, 0])
+    table = _frame(paths[0], n_fields=6)  # class first, then 5 laboratory tests
+    return _numbers(table.iloc[:, 1:6], paths[0]), _labels(table.iloc[:, 0])
 
 
 def _bins(labels: Sequence[str]) -> list[str]:
@@ -200,7 +261,7 @@ _BREAST_ORDERS = {
 
 
 def _breast(paths: list[Path]) -> tuple[np.ndarray, np.ndarray]:
-    table = _frame(paths[0]).dropna().astype(str)
+    table = _frame(paths[0], n_fields=10).dropna().astype(str)
     table.columns = ["class", *_BREAST_ORDERS]
     X = np.column_stack([_codes(table[c].str.strip(), order, c, paths[0])
                          for c, order in _BREAST_ORDERS.items()])
@@ -210,7 +271,7 @@ def _breast(paths: list[Path]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _heart(paths: list[Path]) -> tuple[np.ndarray, np.ndarray]:
-    table = _frame(paths[0]).astype(np.float64)
+    table = pd.DataFrame(_numbers(_frame(paths[0], n_fields=14), paths[0]))
     X = table.iloc[:, :13]
     X = X.fillna(X.median())
     return X.to_numpy(np.float64), (table.iloc[:, 13] > 0).to_numpy(np.int64)
@@ -218,15 +279,18 @@ def _heart(paths: list[Path]) -> tuple[np.ndarray, np.ndarray]:
 
 def _gesture(paths: list[Path]) -> tuple[np.ndarray, np.ndarray]:
     table = _frame(paths[0], header=0)
-    return table.iloc[:, :18].to_numpy(np.float64), _labels(table.iloc[:, -1].astype(str))
+    if table.shape[1] < 19:
+        raise ValueError(f"{paths[0]} has {table.shape[1]} columns; expected the 18 "
+                         "coordinates, the timestamp and the phase")
+    return _numbers(table.iloc[:, :18], paths[0]), _labels(table.iloc[:, -1].astype(str))
 
 
 def _abalone(paths: list[Path]) -> tuple[np.ndarray, np.ndarray]:
-    table = _frame(paths[0])
+    table = _frame(paths[0], n_fields=9)
     sex = _codes(table.iloc[:, 0].astype(str).str.strip(), ["F", "I", "M"], "sex",
                  paths[0]) - 1.0  # F -1, I 0, M 1
-    X = np.column_stack([sex, table.iloc[:, 1:8].to_numpy(np.float64)])
-    rings = table.iloc[:, 8].to_numpy(np.int64)
+    X = np.column_stack([sex, _numbers(table.iloc[:, 1:8], paths[0])])
+    rings = _numbers(table.iloc[:, 8:9], paths[0], np.int64)[:, 0]
     return X, np.digitize(rings, [9, 11]).astype(np.int64)  # 1-8, 9-10, 11+
 
 
@@ -239,14 +303,18 @@ def _postures(paths: list[Path]) -> tuple[np.ndarray, np.ndarray]:
     if missing:
         raise ValueError(f"{paths[0]} lacks the columns {missing} (header: "
                          f"{list(table.columns)[:6]}...)")
-    table = table[table["Class"] > 0].dropna(subset=_POSTURE_COLUMNS)
-    return (table[_POSTURE_COLUMNS].to_numpy(np.float64),
-            _labels(table["Class"].astype(np.int64)))
+    classes = _numbers(table[["Class"]], paths[0], np.int64)[:, 0]
+    table = table[classes > 0].dropna(subset=_POSTURE_COLUMNS)
+    return (_numbers(table[_POSTURE_COLUMNS], paths[0]),
+            _labels(_numbers(table[["Class"]], paths[0], np.int64)[:, 0]))
 
 
 def _celltype(paths: list[Path]) -> tuple[np.ndarray, np.ndarray]:
     table = _frame(paths[0], header=0, na=())
-    return table.iloc[:, :-1].to_numpy(np.float64), _labels(table.iloc[:, -1].astype(str))
+    if table.shape[1] < 2:
+        raise ValueError(f"{paths[0]} has {table.shape[1]} column; expected the features "
+                         "and the cell type")
+    return _numbers(table.iloc[:, :-1], paths[0]), _labels(table.iloc[:, -1].astype(str))
 
 
 def _mnist(paths: list[Path]) -> tuple[np.ndarray, np.ndarray]:

@@ -150,7 +150,17 @@ def _cifar_python(path: Path, spec: _Cifar) -> tuple[np.ndarray, np.ndarray]:
     if not isinstance(batch, dict) or b"data" not in batch or spec.py_labels not in batch:
         raise ValueError(f"{path} is not a {spec.dataset} batch: expected a dict with keys "
                          f"b'data' and {spec.py_labels!r}")
-    X, y = np.asarray(batch[b"data"]), np.asarray(batch[spec.py_labels])
+    X, labels = batch[b"data"], batch[spec.py_labels]
+    # types first: a nested list of shared references (a few hundred bytes of pickle) is
+    # an array of 2**41 elements to np.asarray
+    if not isinstance(X, np.ndarray):
+        raise ValueError(f"{path}: b'data' must be a uint8 array, got a "
+                         f"{type(X).__name__}; the file is damaged")
+    if not (isinstance(labels, np.ndarray)
+            or (isinstance(labels, list) and all(type(v) is int for v in labels))):
+        raise ValueError(f"{path}: {spec.py_labels!r} must be a list of ints, got a "
+                         f"{type(labels).__name__} holding other values; the file is damaged")
+    y = np.asarray(labels)
     if X.dtype != np.uint8 or X.ndim != 2 or X.shape[1] != _CIFAR_PIXELS:
         raise ValueError(f"{path}: b'data' must be uint8 of shape (n, {_CIFAR_PIXELS}), got "
                          f"{X.dtype} of shape {X.shape}; the file is damaged")

@@ -225,10 +225,17 @@ class LocalFederation:
         runs each node's ClientApps from a long-lived executor instead of Flower's
         SuperExec (only on the flwr version it was verified with; on another it changes
         nothing and logs one line). Off: Flower runs unpatched, with its own executor.
+    task_poll : float, optional
+        Seconds between two asks of each node's Flower SuperExec for ClientApp tasks,
+        set through Flower's public ``FLWR_SUPEREXEC_TASK_POLL_INTERVAL`` (0.01 to 60;
+        ``None``: Flower's 1 s). The one wait of an unpatched round that Flower lets a
+        user set; the tests use 0.05. The adapter's executor (``fast_waits``) is woken
+        instead and ignores it.
     """
 
     def __init__(self, data_paths, workdir, *, secure: bool = True, node_config=None,
-                 idle_max: float = 2.0, fast_waits: bool = False):
+                 idle_max: float = 2.0, fast_waits: bool = False,
+                 task_poll: float | None = None):
         require_flower()
         self.data_paths = [Path(p).resolve() for p in data_paths]
         if not self.data_paths:
@@ -242,6 +249,8 @@ class LocalFederation:
         self.idle_max = check_real(idle_max, "idle_max", low=0.02)
         self.secure = check_bool(secure, "secure")
         self.fast_waits = check_bool(fast_waits, "fast_waits")
+        self.task_poll = (None if task_poll is None
+                          else check_real(task_poll, "task_poll", low=0.01, high=60.0))
         self.workdir = check_workdir(workdir)
         if not self.secure:
             warnings.warn("LocalFederation(secure=False): no TLS and no SuperNode "
@@ -405,6 +414,8 @@ class LocalFederation:
             raise RuntimeError("start the federation before its SuperNodes")
         env = {"FLWR_HOME": str(self.workdir / "nodes" / str(k) / "flwr-home")}
         options = ["--fast-waits"] if self.fast_waits else []
+        if self.task_poll is not None:
+            options += ["--task-poll", repr(self.task_poll)]
         proc = self._zygote.fork([*options, "--idle-max", str(self.idle_max), "--", *args],
                                  self.workdir / log_name, env, self.workdir)
         self.processes.append(proc)
