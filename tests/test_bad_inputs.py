@@ -89,6 +89,19 @@ def test_complex_input_is_refused_naming_the_parameter(case):
         call()
 
 
+def test_object_labels_name_the_parameter():
+    """An object array holding None used to fail in np.unique's comparison, naming
+    nothing; an object array of numbers is still read as labels."""
+    labels = Y2.astype(object)
+    labels[3] = None
+    with pytest.raises(TypeError, match=r"^y_train must hold class labels \(numbers\), got an "
+                                        r"object array holding None \(NoneType\)"):
+        Client(X, labels, X, Y2)
+    with pytest.raises(TypeError, match=r"^y_test must hold class labels .* holding 'a' \(str"):
+        Client(X, Y2, X, np.array(["a"] * len(Y2), dtype=object))
+    np.testing.assert_array_equal(Client(X, Y2.astype(object), X, Y2).y_train, Y2)
+
+
 def test_non_numeric_input_names_the_parameter():
     """Strings used to fail with NumPy's "could not convert string to float"."""
     with pytest.raises(TypeError, match=r"^margins must be an array of numbers"):

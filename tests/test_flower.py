@@ -922,6 +922,29 @@ def test_insecure_federation_still_runs(healthcare_files, tmp_path):
 
 @needs_flower
 @pytest.mark.federation
+def test_stop_after_a_run_that_timed_out_ends_every_process(healthcare_files, tmp_path):
+    """After a run timed out, ``stop()`` used to return while ``flwr-serverapp`` lived on
+    for about 10 s: the SuperLink starts it (through its SuperExec) in a session of its
+    own, out of reach of the federation's process groups. Now ``stop()`` returns when
+    every process below the federation's has ended."""
+    psutil = pytest.importorskip("psutil")
+    from topofl_lib.flower import LocalFederation
+
+    _, paths = healthcare_files
+    with LocalFederation(paths[:1], tmp_path, task_poll=TASK_POLL) as fed:
+        with pytest.raises(subprocess.TimeoutExpired):
+            fed.run("cut", timeout=8.0, **{"num-rounds": 1000, "eval-every": 1000})
+        below = psutil.Process(fed.superlink.pid).children(recursive=True)
+        commands = [" ".join(p.cmdline()) for p in below]
+    assert any("flwr-serverapp" in c for c in commands), (
+        f"no flwr-serverapp ran when the run timed out, so nothing is checked: {commands}")
+    alive = [p for p in below if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert alive == [], f"still running after stop(): {alive}"
+    assert all(p.poll() is not None for p in fed.processes)
+
+
+@needs_flower
+@pytest.mark.federation
 @pytest.mark.parametrize(("fast_waits", "n_nodes", "faulty", "killed"),
                          [(False, 6, (1, 2, 3), (4, 5)), (True, 16, (3, 7, 11), (5, 14))],
                          ids=["unpatched-6", "fast-waits-16"])

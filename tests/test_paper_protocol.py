@@ -14,6 +14,7 @@ from topofl_lib.data import (
     make_benchmark,
     make_healthcare,
     make_scenario,
+    paper_benchmark,
     paper_healthcare,
     standardise_clients,
 )
@@ -139,6 +140,18 @@ def test_make_scenario_passes_the_protocol_and_ours_stays_default():
     explicit = make_healthcare(random_state=0, protocol="ours")
     for a, b in zip(ours.clients, explicit.clients, strict=True):
         np.testing.assert_array_equal(a.X_train, b.X_train)
+
+
+@pytest.mark.parametrize(("make", "paper"), [(make_benchmark, paper_benchmark),
+                                             (make_healthcare, paper_healthcare)])
+def test_too_few_features_name_the_split_not_only_the_default(make, paper):
+    """n_features=5 with n_informative=3 used to be refused as "n_redundant must be <= 2",
+    a parameter the caller of make_* never passed (the protocol's default is 4)."""
+    with pytest.raises(ValueError, match=r"n_informative \+ n_redundant must be <= "
+                                         r"n_features, got 3 \+ 4 > 5 \(the paper's"):
+        make(protocol="paper", n_features=5, n_informative=3, random_state=0)
+    scenario = paper(n_features=5, n_informative=3, n_redundant=2, random_state=0)
+    assert scenario.clients[0].X_train.shape[1] == 5
 
 
 def test_protocol_errors():

@@ -135,6 +135,12 @@ def check_labels(y: Any, n: int, name: str = "y", *, require_both: bool = True,
     arr = np.asarray(y)
     if arr.dtype.kind == "c":
         raise TypeError(f"{name} must hold class labels, got complex values")
+    if arr.dtype.kind == "O":  # np.unique would compare the objects: a TypeError naming nothing
+        odd = [v for v in arr.ravel() if not isinstance(v, Real)]
+        if odd:
+            raise TypeError(f"{name} must hold class labels (numbers), got an object array "
+                            f"holding {odd[0]!r} ({type(odd[0]).__name__})")
+        arr = arr.astype(np.float64)
     if arr.ndim != 1 or arr.shape[0] != n:
         raise ValueError(f"{name} must be 1-D with {n} entries to match X, got shape {arr.shape}")
     if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):

@@ -99,6 +99,19 @@ PAPER_EVALUATION = {"evaluate_on": "all", "standardise": True}
 _MAX_SPLITS = 100
 
 
+
+def _check_feature_split(n_features: int, n_informative: int, n_redundant: int) -> None:
+    """``n_informative + n_redundant <= n_features``, said of the three together: the
+    caller may not have passed ``n_redundant`` (its default is 4)."""
+    check_int(n_informative, "n_informative", low=1, high=n_features)
+    check_int(n_redundant, "n_redundant", low=0)
+    if n_informative + n_redundant > n_features:
+        raise ValueError(
+            f"n_informative + n_redundant must be <= n_features, got {n_informative} + "
+            f"{n_redundant} > {n_features} (the paper's protocol adds n_redundant = 4 "
+            "redundant features unless told otherwise: ask for more features, fewer "
+            "informative ones, or a smaller n_redundant)")
+
 def _seeds(random_state) -> tuple[int, np.random.Generator]:
     """The population's seed and the generator of every later draw (module docstring)."""
     if isinstance(random_state, np.random.Generator):
@@ -216,8 +229,7 @@ def paper_healthcare(
     check_int(n_clients, "n_clients", low=2)
     check_int(n_adversarial, "n_adversarial", low=0, high=n_clients - 1)
     check_int(n_features, "n_features", low=2)
-    check_int(n_informative, "n_informative", low=1, high=n_features)
-    check_int(n_redundant, "n_redundant", low=0, high=n_features - n_informative)
+    _check_feature_split(n_features, n_informative, n_redundant)
     check_int(min_test, "min_test", low=1)
     lo, hi = check_range(size_range, "size_range", check_int, low=min_test + 2)
     if hi == lo:
@@ -322,8 +334,7 @@ def paper_benchmark(
     """
     check_int(n_clients, "n_clients", low=2)
     check_int(n_features, "n_features", low=2)
-    check_int(n_informative, "n_informative", low=1, high=n_features)
-    check_int(n_redundant, "n_redundant", low=0, high=n_features - n_informative)
+    _check_feature_split(n_features, n_informative, n_redundant)
     check_int(n_classes, "n_classes", low=2)
     if positive_classes is None:
         positive = np.arange(2, n_classes)

@@ -492,8 +492,20 @@ class LocalFederation:
             _end_group(proc, signal.SIGKILL)
 
     def stop(self) -> None:
-        """Stop every process this federation started (and their process groups)."""
+        """Stop every process this federation started, and every process those started,
+        and return when all have ended.
+
+        Process groups do not reach everything: the SuperLink starts its SuperExec, which
+        starts each ``flwr-serverapp``, in sessions of their own. So the tree below the
+        federation's processes is read from ``/proc`` first, and what is left of it once
+        the groups have ended is killed and waited for (a ``flwr-serverapp`` used to live
+        on for about 10 s after a run that timed out).
+        """
         procs = self.processes[::-1]  # runs and nodes before the SuperLink
+        roots = [p.pid for p in procs if p.returncode is None]
+        if self._zygote is not None and self._zygote.proc.poll() is None:
+            roots.append(self._zygote.proc.pid)
+        below = _descendants(roots)
         for proc in procs:
             if proc.returncode is None:
                 _signal_group(proc, signal.SIGTERM)
@@ -502,6 +514,7 @@ class LocalFederation:
             _end_group(proc, signal.SIGTERM, max(deadline - time.monotonic(), 0.0))
         if self._zygote is not None:
             self._zygote.close()  # also ends any node it still holds
+        _end_processes(below, max(deadline - time.monotonic(), 2.0))
 
     def __enter__(self) -> LocalFederation:
         return self.start()
@@ -686,6 +699,56 @@ def _signal_group(proc, sig: int) -> None:
             os.killpg(proc.pid, sig)
         except (ProcessLookupError, PermissionError):  # the group is gone
             pass
+
+
+def _proc_stat(pid: int) -> tuple[str, int, int] | None:
+    """``(state, parent pid, start time)`` of process ``pid`` from ``/proc``, or None if
+    it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0], int(fields[1]), int(fields[19])
+
+
+def _descendants(roots: list[int]) -> dict[int, int]:
+    """Every live process below ``roots``, ``{pid: start time}`` (the start time tells a
+    pid given later to another process apart); empty where ``/proc`` is not there."""
+    children: dict[int, list[tuple[int, int]]] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        stat = _proc_stat(int(entry)) if entry.isdigit() else None
+        if stat is not None and stat[0] not in ("Z", "X"):
+            children.setdefault(stat[1], []).append((int(entry), stat[2]))
+    found: dict[int, int] = {}
+    todo = list(roots)
+    while todo:
+        for pid, start in children.get(todo.pop(), ()):
+            if pid not in found:
+                found[pid] = start
+                todo.append(pid)
+    return found
+
+
+def _end_processes(processes: dict[int, int], timeout: float) -> None:
+    """SIGKILL what is still alive of ``processes`` (``{pid: start time}``) and wait up
+    to ``timeout`` s until none is (a zombie counts as ended: its parent reaps it)."""
+    def alive() -> list[int]:
+        out = []
+        for pid, start in processes.items():
+            stat = _proc_stat(pid)
+            if stat is not None and stat[2] == start and stat[0] not in ("Z", "X"):
+                out.append(pid)
+        return out
+
+    for pid in alive():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    deadline = time.monotonic() + timeout
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def _end_group(proc, sig: int | None, timeout: float = 10.0) -> None:
