@@ -17,7 +17,10 @@ LOCK    := constraints.txt
 APT_PACKAGES := chromium dataset-fashion-mnist
 LINTED  := topofl_lib tests benchmarks notebooks docs conftest.py
 # pytest-xdist: one worker per core and one more, since the Flower federations (one
-# worker, one after another: conftest.py) mostly wait on Flower's pulls and heartbeats;
+# worker, one after another: conftest.py) mostly wait on Flower's pulls and heartbeats.
+# Not more: nbval waits only 5 s (hard-coded) for a cell's output once the cell has run,
+# and with two workers more than cores a starved kernel missed it (measured: -n 4 on 2
+# cores failed a robustness cell so, and was slower, 957 s of pytest against 911 s);
 # loadgroup keeps conftest.py's groups together, and --no-loadscope-reorder hands them out
 # in conftest.py's order (the longest first) rather than by their number of tests
 WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
