@@ -28,7 +28,6 @@ import pytest
 SHARED_FIXTURES = {
     "crawl": "every page of the docs site opened once in Chromium (about a minute)",
     "browser": "one Chromium for the module's tests",
-    "secure_federation": "a SuperLink and 8 SuperNodes, started once per parameter",
     "comparison": "the own-data comparison, computed once",
     "dask_client": "one local Dask cluster",
 }

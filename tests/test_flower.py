@@ -931,9 +931,10 @@ def test_stop_after_a_run_that_timed_out_ends_every_process(healthcare_files, tm
     from topofl_lib.flower import LocalFederation
 
     _, paths = healthcare_files
-    with LocalFederation(paths[:1], tmp_path, task_poll=TASK_POLL) as fed:
-        with pytest.raises(subprocess.TimeoutExpired):
-            fed.run("cut", timeout=8.0, **{"num-rounds": 1000, "eval-every": 1000})
+    with LocalFederation(paths[:2], tmp_path, task_poll=TASK_POLL) as fed:
+        with pytest.raises(subprocess.TimeoutExpired):  # FedAvg: no clustering of 2 clients
+            fed.run("cut", timeout=8.0, method="FedAvg",
+                    **{"num-rounds": 1000, "eval-every": 1000})
         below = psutil.Process(fed.superlink.pid).children(recursive=True)
         commands = [" ".join(p.cmdline()) for p in below]
     assert any("flwr-serverapp" in c for c in commands), (

@@ -50,11 +50,9 @@ attributes are coded as one ordinal column each, never one-hot):
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
 import re
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +60,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .file_formats import open_data
 from .image_files import MNIST_FILES, MNIST_SOURCE, plain_or_gzipped, read_mnist
 from .locations import DatasetNotFoundError, data_dir
 
@@ -164,12 +163,8 @@ def dataset_path(name: str, folder: str | os.PathLike | None = None) -> list[Pat
 
 def _text(path: Path) -> str:
     """The file's text, read (inflated) only up to :data:`MAX_TABLE_BYTES`."""
-    opener = gzip.open if path.name.endswith(".gz") else open
-    try:
-        with opener(path, "rb") as fh:
-            raw = fh.read(MAX_TABLE_BYTES + 1)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise ValueError(f"{path} is damaged: {exc}") from exc
+    with open_data(path) as fh:
+        raw = fh.read(MAX_TABLE_BYTES + 1)
     if len(raw) > MAX_TABLE_BYTES:
         raise ValueError(f"{path} holds more than MAX_TABLE_BYTES ({MAX_TABLE_BYTES}) bytes; "
                          "it is not one of GFC's tables")
@@ -304,9 +299,8 @@ def _postures(paths: list[Path]) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"{paths[0]} lacks the columns {missing} (header: "
                          f"{list(table.columns)[:6]}...)")
     classes = _numbers(table[["Class"]], paths[0], np.int64)[:, 0]
-    table = table[classes > 0].dropna(subset=_POSTURE_COLUMNS)
-    return (_numbers(table[_POSTURE_COLUMNS], paths[0]),
-            _labels(_numbers(table[["Class"]], paths[0], np.int64)[:, 0]))
+    keep = (classes > 0) & table[_POSTURE_COLUMNS].notna().all(axis=1).to_numpy()
+    return _numbers(table.loc[keep, _POSTURE_COLUMNS], paths[0]), _labels(classes[keep])
 
 
 def _celltype(paths: list[Path]) -> tuple[np.ndarray, np.ndarray]:

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import importlib
 import io
@@ -16,12 +17,13 @@ import math
 import os
 import pickle
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
-__all__ = ["MAX_IDX_BYTES", "NUMPY_GLOBALS", "PANDAS_GLOBALS", "read_idx",
+__all__ = ["MAX_IDX_BYTES", "NUMPY_GLOBALS", "PANDAS_GLOBALS", "open_data", "read_idx",
            "restricted_unpickle"]
 
 _IDX_TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
@@ -30,6 +32,20 @@ _IDX_TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0
 #: The largest array :func:`read_idx` reads, in bytes (the header says how large before
 #: anything is allocated): 8 GiB, far above Fashion-MNIST's 47 MB and MNIST's 55 MB.
 MAX_IDX_BYTES = 8 * 2**30
+
+
+@contextlib.contextmanager
+def open_data(path: Path) -> Iterator[BinaryIO]:
+    """``path`` opened for reading bytes, inflated on the fly when its name ends ``.gz``;
+    a read error inside the block (I/O, a cut or damaged gzip stream) becomes a
+    ``ValueError`` naming the file. A file that cannot be opened raises as ``open`` does
+    (``FileNotFoundError``...)."""
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rb") as fh:
+        try:
+            yield fh
+        except (OSError, EOFError, zlib.error) as exc:
+            raise ValueError(f"{path} is damaged: {exc}") from exc
 
 
 def read_idx(path: str | os.PathLike) -> np.ndarray:
@@ -59,26 +75,22 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
         the file).
     """
     path = Path(path)
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rb") as fh:
-        try:
-            magic = fh.read(4)
-            if len(magic) < 4 or magic[0] != 0 or magic[1] != 0 or magic[2] not in _IDX_TYPES:
-                raise ValueError(f"{path} is not an IDX file (magic bytes {magic!r})")
-            ndim, dtype = magic[3], np.dtype(_IDX_TYPES[magic[2]])
-            raw_dims = fh.read(4 * ndim)
-            dims = [int.from_bytes(raw_dims[4 * i:4 * i + 4], "big") for i in range(ndim)]
-            header = 4 + 4 * ndim
-            if len(raw_dims) < 4 * ndim:
-                raise ValueError(f"{path} holds {4 + len(raw_dims)} bytes; its IDX header "
-                                 f"declares {ndim} dimensions and needs {header}")
-            size = dtype.itemsize * math.prod(dims)  # Python ints: exact, no overflow
-            if size > MAX_IDX_BYTES:
-                raise ValueError(f"{path}: its IDX header {dims} of {dtype} declares {size} "
-                                 f"bytes, more than MAX_IDX_BYTES ({MAX_IDX_BYTES})")
-            body = fh.read(size + 1)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise ValueError(f"{path} is damaged: {exc}") from exc
+    with open_data(path) as fh:
+        magic = fh.read(4)
+        if len(magic) < 4 or magic[0] != 0 or magic[1] != 0 or magic[2] not in _IDX_TYPES:
+            raise ValueError(f"{path} is not an IDX file (magic bytes {magic!r})")
+        ndim, dtype = magic[3], np.dtype(_IDX_TYPES[magic[2]])
+        raw_dims = fh.read(4 * ndim)
+        dims = [int.from_bytes(raw_dims[4 * i:4 * i + 4], "big") for i in range(ndim)]
+        header = 4 + 4 * ndim
+        if len(raw_dims) < 4 * ndim:
+            raise ValueError(f"{path} holds {4 + len(raw_dims)} bytes; its IDX header "
+                             f"declares {ndim} dimensions and needs {header}")
+        size = dtype.itemsize * math.prod(dims)  # Python ints: exact, no overflow
+        if size > MAX_IDX_BYTES:
+            raise ValueError(f"{path}: its IDX header {dims} of {dtype} declares {size} "
+                             f"bytes, more than MAX_IDX_BYTES ({MAX_IDX_BYTES})")
+        body = fh.read(size + 1)
     if len(body) != size:
         got = f"more than {header + size}" if len(body) > size else header + len(body)
         raise ValueError(f"{path} holds {got} bytes; its IDX header {dims} of {dtype} "

@@ -606,11 +606,8 @@ class NodeProcess:
             self.returncode = -signal.SIGKILL  # died with the zygote; its pid is not ours
         if self.returncode is not None:
             return True
-        try:
-            with open(f"/proc/{self.pid}/stat") as fh:
-                return fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-        except OSError:  # pragma: no cover - gone (cannot happen before the reap)
-            return True
+        stat = _proc_stat(self.pid)
+        return stat is None or stat[0] in ("Z", "X")  # None: gone (not before the reap)
 
     def poll(self) -> int | None:
         """The exit status if the node has ended (it is then reaped), else None."""
