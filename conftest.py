@@ -20,9 +20,20 @@ its own profile, and each notebook has its own folder in the run store.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+from topofl_lib.environment import THREAD_VARIABLES
+
+# One thread per BLAS/OpenMP library in every worker and notebook kernel (they inherit
+# this process's environment; a value set by the caller is kept). The workers already
+# take every core: OpenBLAS's own threads on top of them spin while they wait for a core,
+# and with 2 cores busy a notebook cell of 5 s took 195 s (gfc_clustering's first
+# experiment, measured beside two busy loops).
+for _name in THREAD_VARIABLES:
+    os.environ.setdefault(_name, "1")
 
 #: Module fixtures whose tests are kept on one worker, with why.
 SHARED_FIXTURES = {
