@@ -419,3 +419,113 @@ def test_scaling_runs_map_to_their_own_ids_in_percent():
     np.testing.assert_allclose(values["topofl.gfc.waveform.zscore.eps0.1.ari.kfed"], [10, 20])
     np.testing.assert_allclose(values["topofl.gfc.waveform.zscore.eps0.1.nmi.kfed"], [40, 30])
     np.testing.assert_allclose(values["topofl.gfc.waveform.l1_ball.eps0.1.ari.kfed"], [0.0])
+
+
+def test_tables_3_5_and_6_map_to_their_ids():
+    from topofl_lib.studies.gfc import TABLE3_ALPHAS, TABLE5_GRID
+
+    multiplier = pd.concat([_runs("blobs2d", range(3), ["GFC"], [1000.0, 0.01]).assign(alpha=a)
+                            for a in TABLE3_ALPHAS])
+    table5 = pd.concat([_runs("mnist100fed", range(3), ["GFC"], [eps]).assign(n_local=k)
+                        for eps, counts in TABLE5_GRID.items() for k in counts])
+    scalability = pd.concat([_runs("mnist100fed", range(3), epsilons=[0.01]).assign(
+        n_clients=c) for c in (100, 1000)])
+    values = gfc_claim_values(_runs("iris", range(3)), multiplier, scalability, table5=table5)
+    ids = load_paper_claims().index
+    for table in ("gfc.t3.", "gfc.t5.", "gfc.t6."):
+        assert {c for c in ids if c.startswith(table)} <= set(values), table
+    assert np.allclose(values["gfc.t3.eps0.01.alpha5.nmi"], 0.2)            # fractions
+    assert np.allclose(values["gfc.t5.mnist.eps1000.k300.ari"], [0.1, 0.2, 0.3])
+    assert np.allclose(values["gfc.t6.mnist1000.ari.mufc"], [10.0, 20.0, 30.0])  # percent
+    assert np.allclose(values["gfc.t6.mnist100.nmi"], 20.0)
+
+
+def _authors_mnist(tmp_path, monkeypatch, n_clients=4):
+    """A format-true ``mnist100fed.pkl`` (3 blobs, 90 records) pinned in place of the
+    published one."""
+    import dataclasses
+    import hashlib
+    import pickle
+
+    from topofl_lib.data import authors_files as af
+
+    rng = np.random.default_rng(0)
+    X = np.concatenate([rng.normal(c, 0.3, size=(40, 2)) for c in (0.0, 5.0, 10.0)])
+    content = {"full_data": X.astype(np.float32), "true_label": np.repeat([0.0, 1.0, 2.0], 40),
+               "num_clusters": 3, "kmeans_loss": 1.0,
+               **{f"client_{i}": X.astype(np.float32)[p]
+                  for i, p in enumerate(np.array_split(np.arange(120), n_clients))}}
+    data = pickle.dumps(content, protocol=4)
+    monkeypatch.setitem(af.AUTHORS_FILES, "mnist100fed", dataclasses.replace(
+        af.AUTHORS_FILES["mnist100fed"], sha256=hashlib.sha256(data).hexdigest(),
+        shape=(120, 2), n_clusters=3, n_clients=n_clients))
+    (tmp_path / af.SUBFOLDER).mkdir()
+    (tmp_path / af.SUBFOLDER / "mnist100fed.pkl").write_bytes(data)
+    return af.AUTHORS_FILES["mnist100fed"]
+
+
+def test_the_authors_mnist_replaces_the_raw_images_and_its_rows_say_so(tmp_path, monkeypatch):
+    from topofl_lib.clustering.evaluation import load_clustering_dataset
+    from topofl_lib.results import PAPER_DATA_PROFILE
+    from topofl_lib.studies.gfc import gfc_claims, gfc_data_notes, scalability_experiment
+
+    spec = _authors_mnist(tmp_path, monkeypatch)
+    present, missing = paper_datasets_present(["mnist", "seeds"], tmp_path)
+    assert present == ["mnist"] and list(missing) == ["seeds"]
+    X, y = load_clustering_dataset("mnist", tmp_path)
+    assert X.shape == (120, 2) and np.abs(X).sum(axis=1).max() == pytest.approx(0.5)
+    runs = scalability_experiment([100, 7], [0], folder=tmp_path)
+    by_count = runs.groupby("n_clients")["data"].first()
+    assert by_count[100] == spec.note and by_count[7] == ""  # 7 clients: MNIST-5k
+    assert len(runs) == 8 and set(runs["dataset"]) == {"mnist100fed", "mnist5k"}
+    values = gfc_claim_values(_runs("mnist", range(2)), scalability=runs,
+                              table1=_runs("mnist", range(2)))
+    notes = gfc_data_notes(values, present, tmp_path, scalability=runs)
+    assert notes["gfc.t6.mnist100.ari"] == spec.note
+    assert notes["gfc.t1.mnist.eps0.1.ari.gfc"] == spec.note
+    rows = gfc_claims(values, "cpu", missing, notes).set_index("id")
+    assert rows.loc["gfc.t1.mnist.eps0.1.ari.gfc", "profile"] == PAPER_DATA_PROFILE
+    assert rows.loc["gfc.t1.mnist.eps0.1.ari.gfc", "note"] == spec.note
+    assert (rows.loc[rows.index.str.startswith("gfc.t1.seeds."), "profile"] == "not run").all()
+
+
+def test_the_authors_clients_run_as_saved_for_every_seed(tmp_path, monkeypatch):
+    from topofl_lib.clustering.evaluation import clustering_experiment
+
+    _authors_mnist(tmp_path, monkeypatch, n_clients=3)
+    runs = clustering_experiment(["mnist100fed"], [1000.0], [0, 1], methods=["k-FED"],
+                                 folder=tmp_path, partition="authors", progress=False)
+    assert (runs["ari"] > 0.9).all()  # each saved client holds one blob: k-FED finds them
+    with pytest.raises(ValueError, match=r"partition='authors' needs .*got datasets \['iris'\]"):
+        clustering_experiment(["iris"], [1.0], [0], partition="authors")
+    with pytest.raises(ValueError, match="partition"):
+        clustering_experiment(["iris"], [1.0], [0], partition="dirichlet")
+
+
+def test_the_texts_numbers_are_derived_from_their_rows():
+    from topofl_lib.studies.gfc import TABLE3_ALPHAS, gfc_text_rows
+
+    ids = {c for c in load_paper_claims().index if c.startswith("gfc.text.")}
+    main = pd.DataFrame([{"dataset": d, "method": m, "seconds": t, "epsilon": 1.0}
+                         for d, ts in (("iris", (1.0, 1.02)), ("wine", (2.0, 2.2)))
+                         for m, t in zip(("k-FED", "GFC"), ts, strict=True)])
+    values = {f"gfc.t1.mnist.eps0.01.ari.{m}": np.array(v) for m, v in
+              (("gfc", [50.0, 54.0]), ("kfed", [19.0, 21.0]), ("mufc", [10.0, 12.0]),
+               ("nnfc", [0.0, 0.0]))}
+    multiplier = pd.DataFrame([{"alpha": a, "epsilon": e, "seed": s, "ari": v + 0.01 * s}
+                               for a, v in zip(TABLE3_ALPHAS, (0.5, 0.88, 0.875, 0.4), strict=True)
+                               for e in (1000.0, 0.01) for s in range(3)])
+    rows = gfc_text_rows(values, main, "cpu", multiplier).set_index("id")
+    assert set(rows.index) == ids
+    got = rows["measured_mean"]
+    assert got["gfc.text.mnist.eps0.01.ari.improv_upto"] == pytest.approx(160.0)  # 52 vs 20
+    assert got["gfc.text.efficiency.kfed.time_diff_max"] == pytest.approx(10.0)
+    assert got["gfc.text.efficiency.eps0.01.ari.improv_min"] == pytest.approx(160.0)
+    # alpha 2 is the best at both budgets; 5 lies within one standard error of it
+    assert (got["gfc.text.synth.eps1000.best_alpha.min"],
+            got["gfc.text.synth.eps1000.best_alpha.max"]) == (2.0, 5.0)
+    assert got["gfc.text.synth.eps0.01.best_alpha"] == 2.0
+    for cid in ("gfc.text.abalone.eps0.01.ari.improv_upto", "gfc.text.sens.mnist.best_k.min",
+                "gfc.text.data.balancescale.n"):
+        assert rows.loc[cid, "profile"] == "not run" and rows.loc[cid, "note"].startswith(
+            "not run: ")

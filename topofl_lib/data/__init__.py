@@ -1,5 +1,6 @@
 """Federated scenario generators (tabular), non-IID partitions, offline datasets, and
-readers of the dataset files in the data folder (CIFAR, MNIST, FEMNIST).
+readers of the dataset files in the data folder (CIFAR, MNIST, FEMNIST), and GFC's
+datasets read out of registry packages (``topofl data``).
 
 Importing :mod:`topofl_lib.data.scenarios` registers the tabular scenarios
 (:func:`topofl_lib.core.register_scenario`). ``Client`` and ``FederatedScenario`` live
@@ -10,16 +11,20 @@ from .._lazy import attach
 
 __all__ = [
     "ATTACKS",
+    "AUTHORS_FILES",
     "DatasetNotFoundError",
     "FILE_DATASETS",
     "FederatedRecords",
     "MEDICALDATA",
+    "PACKAGED_DATASETS",
     "PAPER_EVALUATION",
     "PROTOCOLS",
     "Client",
     "FederatedScenario",
     "ImageFiles",
     "kmeans_noniid_partition",
+    "load_authors_federation",
+    "fetch_packaged_datasets",
     "load_file_dataset",
     "from_dataframe",
     "from_file",
@@ -47,9 +52,11 @@ __all__ = [
 
 __getattr__, __dir__ = attach(__name__, {
     "..core.containers": ["ATTACKS", "Client", "FederatedScenario"],
+    ".authors_files": ["AUTHORS_FILES", "load_authors_federation"],
     ".datasets": ["load_mnist5k"],
     ".file_datasets": ["FILE_DATASETS", "load_file_dataset"],
     ".generators": ["make_waveform"],
+    ".packaged": ["PACKAGED_DATASETS", "fetch_packaged_datasets"],
     ".file_formats": ["read_idx", "restricted_unpickle"],
     ".image_files": ["ImageFiles", "read_cifar10", "read_cifar100", "read_femnist", "read_mnist"],
     ".locations": ["DatasetNotFoundError", "data_dir"],

@@ -50,7 +50,9 @@ attributes are coded as one ordinal column each, never one-hot):
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -64,12 +66,17 @@ from .file_formats import open_data
 from .image_files import MNIST_FILES, MNIST_SOURCE, plain_or_gzipped, read_mnist
 from .locations import DatasetNotFoundError, data_dir
 
-__all__ = ["FILE_DATASETS", "MAX_TABLE_BYTES", "FileDataset", "dataset_path",
-           "load_file_dataset"]
+__all__ = ["FILE_DATASETS", "MAX_TABLE_BYTES", "PROVENANCE_FILE", "FileDataset",
+           "dataset_path", "load_file_dataset", "source_note"]
 
 #: The largest table a loader reads, in bytes (inflated, for a gzipped copy): 1 GiB, far
 #: above the largest of GFC's tables (Postures, 17 MB).
 MAX_TABLE_BYTES = 2**30
+#: The provenance record a dataset's folder holds when ``topofl data`` wrote it
+#: (:mod:`topofl_lib.data.packaged`): JSON, with ``"files"``, file name -> SHA-256.
+PROVENANCE_FILE = "SOURCE.json"
+#: The largest provenance record read, in bytes.
+_MAX_PROVENANCE_BYTES = 2**16
 
 
 @dataclass(frozen=True)
@@ -158,7 +165,80 @@ def dataset_path(name: str, folder: str | os.PathLike | None = None) -> list[Pat
     found = [plain_or_gzipped(where, f) for f in spec.files]
     if any(p is None for p in found):
         raise DatasetNotFoundError(spec.title, where, spec.files, spec.source)
+    _check_recorded_digests(found)
     return found
+
+
+def _recorded_digests(record: Path) -> dict[str, str]:
+    with open(record, "rb") as fh:
+        raw = fh.read(_MAX_PROVENANCE_BYTES + 1)
+    try:
+        if len(raw) > _MAX_PROVENANCE_BYTES:
+            raise ValueError(f"more than {_MAX_PROVENANCE_BYTES} bytes")
+        files = json.loads(raw)["files"]
+        if not (isinstance(files, dict)
+                and all(isinstance(v, str) for v in files.values())):
+            raise ValueError("'files' is not a mapping of names to digests")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{record} is damaged ({exc}); run `topofl data` again") from None
+    return files
+
+
+def _check_recorded_digests(paths: list[Path]) -> None:
+    """Refuse a file whose folder's provenance record (``topofl data``) has another digest."""
+    record = paths[0].parent / PROVENANCE_FILE
+    if not record.is_file():
+        return  # a copy the user put there: only its contents are checked
+    digests = _recorded_digests(record)
+    for path in paths:
+        if (expected := digests.get(path.name)) is None:
+            continue
+        with open(path, "rb") as fh:
+            got = hashlib.file_digest(fh, "sha256").hexdigest()
+        if got != expected:
+            raise ValueError(f"{path} is damaged: its SHA-256 is {got}, but {record.name} "
+                             f"records {expected}; run `topofl data` to fetch it again")
+
+
+def source_note(name: str, folder: str | os.PathLike | None = None) -> str:
+    """Which files dataset ``name`` was read from, for a result row's note.
+
+    Each file by name with the first 16 hex digits of its SHA-256, and the package it was
+    read out of where ``topofl data`` wrote it (its folder's :data:`PROVENANCE_FILE`).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`FILE_DATASETS`.
+    folder : str or path-like, optional
+        As for :func:`dataset_path`.
+
+    Returns
+    -------
+    str
+        For example ``"data: new-thyroid.data (sha256 fdcb2d62c244ee2e), from r-cran-mclust
+        6.0.0-1 (debian)"``.
+
+    Raises
+    ------
+    DatasetNotFoundError
+        A file is missing.
+    ValueError
+        A file differs from its provenance record.
+    """
+    paths = dataset_path(name, folder)
+    files = []
+    for path in paths:
+        with open(path, "rb") as fh:
+            files.append(f"{path.name} (sha256 "
+                         f"{hashlib.file_digest(fh, 'sha256').hexdigest()[:16]})")
+    record = paths[0].parent / PROVENANCE_FILE
+    origin = "the user's copy"
+    if record.is_file():
+        with open(record, "rb") as fh:
+            meta = json.loads(fh.read(_MAX_PROVENANCE_BYTES))
+        origin = f"from {meta.get('package')} {meta.get('version')} ({meta.get('registry')})"
+    return f"data: {', '.join(files)}, {origin}"
 
 
 def _text(path: Path) -> str:
