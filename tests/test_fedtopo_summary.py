@@ -179,3 +179,26 @@ def test_personal_values_set_each_decoupled_method_beside_its_personal_models():
         "FedPAC L-skew 71.00 ± 1.41 (personal models 46.00 ± 1.41), "
         "FedCCFA K-skew 80.00 (personal models 76.00)")
     assert fs.personal_values(final[~final["method"].str.endswith(")")]) == "none"
+
+
+def test_the_text_numbers_are_derived_from_their_rows():
+    from topofl_lib.results import load_paper_claims
+    from topofl_lib.studies.fedtopo import fedtopo_text_claims
+
+    values = {f"fedtopo.t1.fmnist.{p}.{m}": np.array(v) for p, m, v in (
+        ("N", "fedtopo", [90.0, 92.0]), ("N", "fedavg", [85.0, 87.0]), ("N", "moon", [88.0, 88.0]),
+        ("L", "fedtopo", [80.0, 80.0]), ("L", "fedavg", [70.0, 70.0]))}
+    values.update({"fedtopo.t3.b.with": np.array([78.0, 80.0]),
+                   "fedtopo.t3.b.without": np.array([77.0, 80.5]),
+                   "fedtopo.t4.a.lineartopo.r1": np.array([20.0, 21.0]),
+                   "fedtopo.t4.a.warmup.r1": np.array([19.0, 22.0]),
+                   "fedtopo.t4.a.smoothtopo.r10": np.array([29.0, 30.0])})
+    got, missing = fedtopo_text_claims(values)
+    assert got["fedtopo.text.gain_second_best_fmnist"].tolist() == [10.0]  # L: 80 - 70
+    assert got["fedtopo.text.tal_gain_b"].tolist() == [1.0, -0.5]          # seed by seed
+    assert got["fedtopo.text.linear_vs_warm_gain_a_r1"].tolist() == [1.0, -1.0]
+    assert got["fedtopo.text.smooth_final_a"].tolist() == [29.0, 30.0]
+    assert "fedtopo.text.smooth_final_b" in missing  # its Table 4 row is not in values
+    ids = {c for c in load_paper_claims().index if c.startswith("fedtopo.text.")}
+    assert set(got) | set(missing) == ids and not set(got) & set(missing)
+    assert all(n.startswith("not run: ") for n in missing.values())

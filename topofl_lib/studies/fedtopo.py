@@ -17,7 +17,8 @@ from .common import percent
 
 __all__ = ["HYPERPARAMETER_PROBES", "NSKEW_READINGS", "PERSONAL_PARTITIONS", "SCHEDULE_KEYS",
            "TABLE1_METHODS", "TABLE2_BLOCKS", "TABLE4_SETTINGS", "block_table", "claim_notes",
-           "fedtopo_claim_values", "nskew_claim_values", "pixel_noise_sd", "table1_variants",
+           "fedtopo_claim_values", "fedtopo_text_claims", "nskew_claim_values", "pixel_noise_sd",
+           "table1_variants",
            "table4_claim_values", "tgbs_over_seeds"]
 
 #: FedTopo Table 1's sixteen methods, in the paper's row order.
@@ -326,3 +327,74 @@ def fedtopo_claim_values(final: pd.DataFrame, tgbs: pd.DataFrame | None = None
             if cid in known:
                 out[cid] = 100.0 * g.sort_values("seed")["auc"].to_numpy(dtype=np.float64)
     return out
+
+
+#: FedTopo's text numbers derived from rows that need CIFAR and ResNet-18 (Table 1's
+#: CIFAR columns, Table 2's ResNet-18 block, Table 3's Settings A and C): not derived here.
+_CIFAR_TEXT = {
+    "fedtopo.text.tgbs_layer2_auc": "Table 2's ResNet-18 on CIFAR-10",
+    "fedtopo.text.gain_second_best_cifar10": "Table 1's CIFAR-10 columns",
+    "fedtopo.text.gain_second_best_cifar100": "Table 1's CIFAR-100 columns",
+    "fedtopo.text.tal_gain_a": "Table 3's Setting A (CIFAR-10, ResNet-18)",
+    "fedtopo.text.tal_gain_c": "Table 3's Setting C (CIFAR-100, ResNet-18)",
+    "fedtopo.text.tal_gain_avg": "Table 3's Settings A and C (CIFAR, ResNet-18)",
+}
+
+
+def fedtopo_text_claims(values: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray],
+                                                                 dict[str, str]]:
+    """FedTopo's text numbers (``fedtopo.text.*``), derived from the rows they come from.
+
+    * ``gain_second_best_fmnist``: the largest, over the N/L/K/Q partitions, of FedTopo's
+      mean accuracy minus the best other method's (Table 1's Fashion-MNIST rows; one
+      value);
+    * ``tal_gain_b``: Setting B with TAL minus without, seed by seed (Table 3);
+    * ``linear_a_r1``, ``warm_a_r1``, ``smooth_final_a``, ``smooth_final_b``: Table 4's
+      rows of those schedules (our Setting A is the Fashion-MNIST stand-in), and
+      ``linear_vs_warm_gain_a_r1`` their difference seed by seed;
+    * the CIFAR ones get a row without a value that says which rows they need.
+
+    Parameters
+    ----------
+    values : dict of str to ndarray
+        The notebook's per-seed values (:func:`fedtopo_claim_values`,
+        :func:`table4_claim_values`).
+
+    Returns
+    -------
+    values : dict of str to ndarray
+        The derived ids that could be computed.
+    not_run : dict of str to str
+        The others, with why (``not run: ...``).
+    """
+    out, missing = {}, {}
+    gains = []
+    for letter in "NLKQ":
+        means = {k.rsplit(".", 1)[1]: float(np.mean(v)) for k, v in values.items()
+                 if k.startswith(f"fedtopo.t1.fmnist.{letter}.")}
+        if "fedtopo" in means and len(means) > 1:
+            gains.append(means["fedtopo"] - max(v for k, v in means.items() if k != "fedtopo"))
+    derived = {
+        "fedtopo.text.gain_second_best_fmnist": (lambda: [max(gains)]) if gains else None,
+        "fedtopo.text.tal_gain_b": ("fedtopo.t3.b.with", "fedtopo.t3.b.without"),
+        "fedtopo.text.linear_vs_warm_gain_a_r1": ("fedtopo.t4.a.lineartopo.r1",
+                                                  "fedtopo.t4.a.warmup.r1"),
+        "fedtopo.text.linear_a_r1": ("fedtopo.t4.a.lineartopo.r1",),
+        "fedtopo.text.warm_a_r1": ("fedtopo.t4.a.warmup.r1",),
+        "fedtopo.text.smooth_final_a": ("fedtopo.t4.a.smoothtopo.r10",),
+        "fedtopo.text.smooth_final_b": ("fedtopo.t4.b.smoothtopo.r10",),
+    }
+    for cid, source in derived.items():
+        if callable(source):
+            out[cid] = np.asarray(source(), dtype=np.float64)
+        elif source is not None and all(k in values for k in source):
+            a = np.asarray(values[source[0]], dtype=np.float64)
+            out[cid] = a - np.asarray(values[source[1]], dtype=np.float64) if len(
+                source) == 2 else a
+        else:
+            missing[cid] = (f"not run: the rows it is derived from ({source or 'Table 1'}) "
+                            "did not run")
+    for cid, rows in _CIFAR_TEXT.items():
+        missing[cid] = (f"not run: derived from {rows}, which run only where CIFAR and a CUDA "
+                        "GPU are (the paper-data settings)")
+    return out, missing

@@ -59,6 +59,8 @@ def privacy_claim_values(proxies: pd.DataFrame, gradinv: pd.DataFrame, descinv: 
     out["ptopofl.privacy.rho_topo"] = per_seed["rho_topo"].mean().to_numpy()
     out["ptopofl.privacy.ratio"] = (per_seed["rho_grad"].mean()
                                     / per_seed["rho_topo"].mean()).to_numpy()
+    out["ptopofl.privacy.rho_ratio"] = (per_seed["rho_topo"].mean()
+                                        / per_seed["rho_grad"].mean()).to_numpy()
     out["ptopofl.privacy.mi_grad"] = per_seed["mi_grad_bits"].mean().to_numpy()
     out["ptopofl.privacy.mi_topo"] = per_seed["mi_topo_bits"].mean().to_numpy()
 

@@ -24,7 +24,7 @@ from .common import with_protocol
 __all__ = [
     "METHODS_OF_TABLE1", "PAPER_GD_STEPS", "PAPER_ROW_OF", "TABLE1_VARIANTS",
     "clustering_diagnostics", "paper_gaps", "table1", "table1_claim_values",
-    "table1_comparison", "table1_variants",
+    "table1_comparison", "table1_text_claims", "table1_variants",
 ]
 
 #: The capped local solver of the paper's code's FedProx and SCAFFOLD: 30 full-batch
@@ -318,3 +318,59 @@ def table1_claim_values(final: pd.DataFrame, protocol: str | None = None
             if cid in known:
                 out[cid] = g.sort_values("seed")[metric].to_numpy(dtype=np.float64)
     return out
+
+
+def _onset(curves: pd.DataFrame, method: str, metric: str = "auc") -> float | None:
+    """The first round whose seed-mean ``metric`` is below the round before (None: never)."""
+    mean = curves[curves["method"] == method].groupby("round")[metric].mean().sort_index()
+    fell = mean.index[1:][np.diff(mean.to_numpy()) < 0]
+    return float(fell[0]) if len(fell) else None
+
+
+def table1_text_claims(values: dict[str, np.ndarray], curves: pd.DataFrame, key: str
+                       ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """pTopoFL Section 4.2's numbers derived from Table 1's rows and curves (paper protocol).
+
+    * ``ptopofl.comp.gain_<key>_vs_fedprox``: pTopoFL's final AUC minus FedProx's, seed by
+      seed, in percentage points;
+    * ``ptopofl.comp.ptopofl_auc_band`` (healthcare, ``key="hc"``): the half-width of
+      Figure 2's band, read as the standard deviation over seeds of pTopoFL's AUC,
+      averaged over the rounds;
+    * ``ptopofl.comp.scaffold_bm_oscillation_onset`` (benchmark, ``key="bm"``): the first
+      round at which SCAFFOLD's seed-mean AUC falls below the round before.
+
+    Parameters
+    ----------
+    values : dict of str to ndarray
+        :func:`table1_claim_values` of the paper protocol's runs.
+    curves : pandas.DataFrame
+        Those runs' per-round ``curves`` (columns ``method``, ``seed``, ``round``, ``auc``).
+    key : {"hc", "bm"}
+        The scenario's claim key.
+
+    Returns
+    -------
+    values : dict of str to ndarray
+        The ids that could be derived.
+    not_run : dict of str to str
+        The others of this scenario, with why.
+    """
+    out, missing = {}, {}
+    mine, fedprox = (values.get(f"ptopofl.t1.{key}.auc.{m}") for m in ("ptopofl", "fedprox"))
+    gain = f"ptopofl.comp.gain_{key}_vs_fedprox"
+    if mine is not None and fedprox is not None:
+        out[gain] = 100.0 * (np.asarray(mine) - np.asarray(fedprox))
+    else:
+        missing[gain] = "not run: pTopoFL's or FedProx's Table 1 row did not run"
+    if key == "hc" and (curves["method"] == "pTopoFL").any():
+        band = curves[curves["method"] == "pTopoFL"].groupby("round")["auc"].std(ddof=1)
+        out["ptopofl.comp.ptopofl_auc_band"] = np.array([float(band.mean())])
+    if key == "bm":
+        onset = _onset(curves, "SCAFFOLD")
+        cid = "ptopofl.comp.scaffold_bm_oscillation_onset"
+        if onset is None:
+            missing[cid] = (f"not run: SCAFFOLD's mean AUC never fell in the "
+                            f"{int(curves['round'].max())} rounds run")
+        else:
+            out[cid] = np.array([onset])
+    return out, missing
