@@ -415,23 +415,38 @@ def _site_counts(sites: pd.Series, y: pd.Series) -> pd.DataFrame:
     return counts.astype(np.int64)
 
 
+#: How many names an error message lists before it counts the rest.
+LISTED = 10
+
+
+def _listed(names) -> str:
+    """``names`` as a list, the first :data:`LISTED` of them and the count of the rest."""
+    names = list(names)
+    more = f" and {len(names) - LISTED} more" if len(names) > LISTED else ""
+    return f"{names[:LISTED]}{more}"
+
+
 def _describe(counts: pd.DataFrame, names) -> str:
-    return "; ".join(f"{s!r}: {r.records} records ({r.positives} positive, {r.negatives} "
-                     "negative)" for s, r in counts.loc[list(names)].iterrows())
+    names = list(names)
+    shown = "; ".join(f"{s!r}: {r.records} records ({r.positives} positive, {r.negatives} "
+                      "negative)" for s, r in counts.loc[names[:LISTED]].iterrows())
+    return shown + (f"; and {len(names) - LISTED} more" if len(names) > LISTED else "")
 
 
 def _usable_sites(counts: pd.DataFrame, min_records: int, small_sites: str) -> tuple[list, dict]:
     small = counts.index[(counts["records"] < min_records) | (counts["positives"] < 2)
                          | (counts["negatives"] < 2)].tolist()
     if small and small_sites == "refuse":
+        hint = (f"drop_sites={small!r}" if len(small) <= LISTED
+                else "drop_sites=[...] (the sites named)")
         raise ValueError(
-            f"site(s) {small} cannot be clients: each needs at least min_records="
+            f"site(s) {_listed(small)} cannot be clients: each needs at least min_records="
             f"{min_records} records and 2 of each class (one for training, one for its "
             f"AUC-scored test split). {_describe(counts, small)}. Leave them out with "
-            f"drop_sites={small!r}, or small_sites='drop' to drop every such site")
+            f"{hint}, or small_sites='drop' to drop every such site")
     dropped = {s: f"fewer than min_records={min_records} records or 2 of a class"
                for s in small}
-    return [s for s in counts.index if s not in small], dropped
+    return [s for s in counts.index if s not in dropped], dropped  # a dict: O(1) lookups
 
 
 def _site_column(df: pd.DataFrame, site: str) -> pd.Series:
@@ -448,8 +463,8 @@ def _drop_sites(sites: pd.Series, drop_sites) -> dict:
     names = [str(s) for s in drop_sites]
     unknown = sorted(set(names) - set(sites))
     if unknown:
-        raise ValueError(f"drop_sites has unknown site(s) {unknown}; the sites are "
-                         f"{sorted(set(sites))}")
+        raise ValueError(f"drop_sites has unknown site(s) {_listed(unknown)}; the sites are "
+                         f"{_listed(sorted(set(sites)))}")
     return dict.fromkeys(names, "drop_sites")
 
 
@@ -658,7 +673,8 @@ def prepare_records(
     dropped.update(small)
     if len(usable) < 2:
         raise ValueError(f"site={site!r}: a federation needs at least 2 sites, got "
-                         f"{len(usable)} ({usable}) after leaving out {dropped}")
+                         f"{len(usable)} ({usable}) after leaving out {len(dropped)}: "
+                         f"{_listed(dropped.items())}")
     keep &= sites.isin(usable)
     frame = df.loc[keep, columns].apply(_cleaned)
     encoded, encoding = _encode_features(frame, categorical, missing)
