@@ -529,3 +529,16 @@ def test_the_texts_numbers_are_derived_from_their_rows():
                 "gfc.text.data.balancescale.n"):
         assert rows.loc[cid, "profile"] == "not run" and rows.loc[cid, "note"].startswith(
             "not run: ")
+
+
+def test_no_best_setting_is_named_where_every_setting_scores_zero():
+    from topofl_lib.studies.gfc import TABLE3_ALPHAS, gfc_text_rows
+
+    zero = pd.DataFrame([{"alpha": a, "epsilon": e, "seed": s, "ari": 0.0}
+                         for a in TABLE3_ALPHAS for e in (1000.0, 0.01) for s in range(3)])
+    main = pd.DataFrame({"dataset": ["iris"] * 2, "method": ["GFC", "k-FED"],
+                         "seconds": [1.0, 1.0], "epsilon": [1.0, 1.0]})
+    rows = gfc_text_rows({}, main, "cpu", zero).set_index("id")
+    for cid in ("gfc.text.synth.eps0.01.best_alpha", "gfc.text.synth.eps1000.best_alpha.min"):
+        assert rows.loc[cid, "profile"] == "not run"
+        assert "every multiplier scored ARI 0" in rows.loc[cid, "note"]

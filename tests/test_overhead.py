@@ -40,7 +40,8 @@ def test_the_values_are_the_formulas_on_the_runs_quantities(runs):
     values, _ = overhead_claims(models, stability, n_rounds=4)
     m, p = 48, models[0].local_models_.shape[1]
     assert values["ptopofl.comm.payload_dim"].tolist() == [m, m]
-    assert values["ptopofl.comm.cost_fedavg"].tolist() == [BYTES_PER_NUMBER * p] * 2
+    # FedAvg sends d weights and a bias; pTopoFL's model also has its 4 augmented features
+    assert values["ptopofl.comm.cost_fedavg"].tolist() == [BYTES_PER_NUMBER * (p - 4)] * 2
     # the model every round, the descriptor and its weight once in 4 rounds
     assert values["ptopofl.comm.cost_ptopofl"][0] == pytest.approx(8 * (p + 49 / 4))
     assert values["ptopofl.theory.thm7_mi_ratio"][0] == pytest.approx(m / p)

@@ -406,6 +406,8 @@ def _best_range(frame: pd.DataFrame | None, key: str, eps: float) -> list[float]
         return None
     g = frame[frame["epsilon"] == eps].groupby(key)["ari"]
     mean, se = g.mean(), g.std(ddof=1).fillna(0.0) / np.sqrt(g.count())
+    if not mean.max() > 0:
+        return None  # every setting scores 0 (or below): no setting is best
     best = mean.idxmax()
     return [float(best), *sorted(float(v) for v in mean.index[mean >= mean[best] - se[best]])]
 
@@ -436,7 +438,7 @@ def gfc_text_rows(values: Mapping[str, np.ndarray], main: pd.DataFrame, profile:
     MNIST; undefined, so not run, where every baseline scores 0), the best synthetic
     multiplier and number of local centroids (the values whose mean ARI is within one
     standard error of the best: their smallest and largest; the "required" multiplier at
-    epsilon 0.01: the best), and GFC's largest runtime
+    epsilon 0.01: the best; none where every value scores 0), and GFC's largest runtime
     gap to k-FED over the main run's datasets. An id whose source did not run gets a row
     without a value that says why.
 
@@ -478,14 +480,17 @@ def gfc_text_rows(values: Mapping[str, np.ndarray], main: pd.DataFrame, profile:
         "no Table 1 dataset at epsilon 0.01 has a baseline above 0 to compare with")
     for eps, tag in ((1000.0, "eps1000"), (0.01, "eps0.01")):
         best = _best_range(multiplier, "alpha", eps)
+        why = (f"Table 3 did not run at epsilon {eps:g}, or every multiplier scored ARI 0 "
+               "there, so none is best")
         if eps == 0.01:
-            put("gfc.text.synth.eps0.01.best_alpha", best and best[0], "Table 3 did not run")
+            put("gfc.text.synth.eps0.01.best_alpha", best and best[0], why)
         else:
-            put(f"gfc.text.synth.{tag}.best_alpha.min", best and best[1], "Table 3 did not run")
-            put(f"gfc.text.synth.{tag}.best_alpha.max", best and best[-1], "Table 3 did not run")
+            put(f"gfc.text.synth.{tag}.best_alpha.min", best and best[1], why)
+            put(f"gfc.text.synth.{tag}.best_alpha.max", best and best[-1], why)
     for name, frame in (("abalone", table4), ("mnist", table5)):
         best = _best_range(frame, "n_local", 0.01)
-        why = f"the local-centroid table of {name} did not run (its data is missing)"
+        why = (f"the local-centroid table of {name} did not run (its data is missing), or "
+               "every number of local centroids scored ARI 0 at epsilon 0.01, so none is best")
         put(f"gfc.text.sens.{name}.best_k.min", best and best[1], why)
         put(f"gfc.text.sens.{name}.best_k.max", best and best[-1], why)
     missing["gfc.text.data.balancescale.n"] = (

@@ -116,7 +116,8 @@ def overhead_claims(models: Mapping[int, object], stability: pd.DataFrame, n_rou
     values = {
         "ptopofl.comm.payload_dim": m,
         "ptopofl.privacy.dim_topo": m,
-        "ptopofl.comm.cost_fedavg": BYTES_PER_NUMBER * p,
+        "ptopofl.comm.cost_fedavg": BYTES_PER_NUMBER * np.array(  # d weights and a bias
+            [sc.n_features + 1.0 for sc in scens]),
         "ptopofl.comm.cost_ptopofl": BYTES_PER_NUMBER * (p + (m + 1) / n_rounds),
         "ptopofl.comm.ph_cost": np.array([persistence_exponent(
             np.concatenate([c.X_train for c in scens[0].clients]))]),
