@@ -7,17 +7,11 @@ Each file is a pickled dict: ``full_data`` (the records), ``true_label``, ``num_
 ``kmeans_loss`` and ``client_0`` ... ``client_{m-1}`` (each client's records). Put them in
 the data folder:
 
-======================  ===================  ======================================  ==========
-name                    file                 published in (commit)                   records x d
-======================  ===================  ======================================  ==========
-mnist100fed             ``gfc-authors/``     Yunbo-max/Topological_Federated_        60,000 x 2
-                        ``mnist100fed.pkl``  Clustering ``dataset/`` (5d2f205)
-mnist1000fed            ``gfc-authors/``     the same                                60,000 x 2
-                        ``mnist1000fed.pkl``
-celltype_processed      ``gfc-authors/``     thupchnsky/mufc (be95c75)               12,009 x 10
-                        ``celltype_``
-                        ``processed.pkl``
-======================  ===================  ======================================  ==========
+* ``mnist100fed`` and ``mnist1000fed``: ``gfc-authors/mnist100fed.pkl`` and
+  ``gfc-authors/mnist1000fed.pkl``, 60,000 x 2, from Yunbo-max/Topological_Federated_Clustering
+  (``dataset/``, commit 5d2f205);
+* ``celltype_processed``: ``gfc-authors/celltype_processed.pkl``, 12,009 x 10, from
+  thupchnsky/mufc (commit be95c75).
 
 A file is read only if its SHA-256 is the published one (a different copy is refused,
 naming the file and both digests), then rebuilt through the allow-list unpickler
@@ -29,8 +23,9 @@ format-true files; the notebook prints them for the real ones): Celltype's label
 with its records (a 5-nearest-neighbour classifier recovers them with accuracy 0.94), and
 its 100 clients are a permutation of its records. MNIST's clients are consecutive slices
 of ``full_data``, but ``true_label`` does **not** follow the records: the same classifier
-recovers it with accuracy 0.16 (10 classes), and the file's ``kmeans_loss`` (2.37e6) is
-not k-means' loss on ``full_data`` (2.66e5), so the labels were saved in another order
+recovers it with accuracy 0.12 (10 classes; the notebook's table), and the file's
+``kmeans_loss`` (2.37e6) is not k-means' loss on ``full_data`` (2.66e5), so the labels
+were saved in another order
 than the points. GFC's own evaluation (``models/final.py``) scores against that
 ``true_label``.
 """
