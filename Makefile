@@ -16,15 +16,15 @@ STAMP   := $(VENV)/.installed-stamp
 LOCK    := constraints.txt
 APT_PACKAGES := chromium dataset-fashion-mnist
 LINTED  := topofl_lib tests benchmarks notebooks docs conftest.py
-# pytest-xdist: one worker per core and one more, since the Flower federations (one
-# worker, one after another: conftest.py) mostly wait on Flower's pulls and heartbeats.
-# Not more: nbval waits only 5 s (hard-coded) for a cell's output once the cell has run,
-# and with two workers more than cores a starved kernel missed it (measured: -n 4 on 2
-# cores failed a robustness cell so, and was slower, 957 s of pytest against 911 s);
-# loadgroup keeps conftest.py's groups together, and --no-loadscope-reorder hands them out
-# in conftest.py's order (the longest first) rather than by their number of tests
-WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
-PYTEST_ARGS ?= --nbval-lax -n $(WORKERS) --dist loadgroup --no-loadscope-reorder
+# pytest-xdist: one worker per core. One more worker was faster (the Flower federations,
+# one worker, one after another: conftest.py, mostly wait on Flower's pulls and
+# heartbeats), but nbval waits only 5 s (hard-coded) for a cell's output once the cell has
+# run, and with a worker more than cores a starved kernel missed it: robustness.ipynb's
+# cell 8 failed so in two of the last three full runs on 2 cores. loadgroup keeps
+# conftest.py's groups together, and --no-loadscope-reorder hands them out in conftest.py's
+# order (the longest first) rather than by their number of tests
+WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
+PYTEST_ARGS ?= --nbval-lax --nbval-sanitize-with nbval_sanitize.cfg -n $(WORKERS) --dist loadgroup --no-loadscope-reorder
 # when make started: the set-up's share of `make test`'s wall time
 T0      := $(shell date +%s)
 

@@ -50,7 +50,21 @@ MAX_AUTHORS_FILE_BYTES = 256 * 2**20
 
 @dataclass(frozen=True)
 class AuthorsFile:
-    """One published file: where it goes, where it is published, what it must hold."""
+    """One published file: where it goes, where it is published, what it must hold.
+
+    Parameters
+    ----------
+    filename : str
+        Its name in the ``gfc-authors/`` sub-folder of the data folder.
+    repository, commit, path : str
+        Where it is published (``owner/name``, the full commit hash, its path there).
+    sha256 : str
+        The published file's SHA-256.
+    shape : tuple of int
+        ``full_data``'s shape.
+    n_clusters, n_clients : int
+        The classes in ``true_label`` and the clients ``client_0`` ... it holds.
+    """
 
     filename: str
     repository: str
@@ -119,7 +133,19 @@ class AuthorsFederation:
 
 
 def authors_file_present(name: str, folder: str | os.PathLike | None = None) -> bool:
-    """Whether the authors' file ``name`` is in the data folder (not yet checked)."""
+    """Whether the authors' file ``name`` is in the data folder (not yet checked).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`AUTHORS_FILES`.
+    folder : str or path-like, optional
+        The data folder (:func:`~topofl_lib.data.locations.data_dir`).
+
+    Returns
+    -------
+    bool
+    """
     spec = AUTHORS_FILES[name]
     return (data_dir(folder) / SUBFOLDER / spec.filename).is_file()
 

