@@ -84,9 +84,11 @@ def test_publish_records_each_claim_file(target):
      r"alpha.csv: it holds 2 rows, but notebook 'alpha' published 4 \(manifest.json\); "
      r"missing ids \['ptopofl.t1.hc.auc.fedprox', 'ptopofl.t1.hc.auc.scaffold'\]"),
     (lambda b: b[:-10],  # within the last row
-     r"alpha.csv: n_seeds is not a whole number >= 0 at line 5 "
-     r"\(id 'ptopofl.t1.hc.auc.scaffold'\)"),
-    (lambda b: b[:-3],  # within the last row's profile: 'cp' reads as a profile
+     r"alpha.csv cannot be read as CSV: line 5 has 3 fields, its header 6 \(the row was cut "
+     r"short or edited\)"),
+    (lambda b: b[:-3],  # within the last row's profile: 'cp' and no note field
+     r"alpha.csv cannot be read as CSV: line 5 has 5 fields, its header 6"),
+    (lambda b: b[:-3] + b",\n",  # the last row's profile edited: 'cp' and its note
      r"alpha.csv: its rows say profile \['cp', 'cpu'\], but manifest.json records"),
     (lambda b: b.replace(b"0.55,", b"0.56,", 1),
      "alpha.csv: its content changed since notebook 'alpha' published it"),
@@ -122,6 +124,26 @@ def test_missing_listed_claim_file_is_named(target):
     claim_file(target, "beta").unlink()
     with pytest.raises(DamagedResults, match=r"beta.csv is missing, though manifest.json lists "
                                              r"it for notebook 'beta'"):
+        write_summary(target.results)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('{"a": ' * 100_000, r"manifest.json nests deeper than 64 levels \(character 384\)"),
+])
+def test_a_manifest_nested_past_the_bound_is_named(target, monkeypatch, text, message):
+    """A manifest nested 100,000 deep is refused naming the file (before: a RecursionError
+    naming nothing)."""
+    (target.results / "manifest.json").write_text(text)
+    with pytest.raises(DamagedResults, match=message):
+        write_summary(target.results)
+
+
+def test_a_manifest_past_the_size_bound_is_refused_unread(target, monkeypatch):
+    from topofl_lib import _bounded_files
+    monkeypatch.setattr(_bounded_files, "MAX_TEXT_BYTES", 1000)
+    (target.results / "manifest.json").write_text('{"x": "' + "y" * 2000 + '"}')
+    with pytest.raises(DamagedResults, match=r"manifest.json holds 2009 bytes, more than the "
+                                             r"1000 a file of this kind may hold"):
         write_summary(target.results)
 
 
@@ -164,8 +186,8 @@ def test_committed_results_are_accepted_and_the_issue_case_is_refused(tmp_path):
     before = snapshot(tmp_path)
     continual = read_claim_file(REPO / "results" / "claims" / "continual.csv")
     staged = stage(target, "continual_drift", "continual", continual["id"])
-    with pytest.raises(DamagedResults, match=r"robustness.csv: profile is empty at line \d+ "
-                                             r".*--only robustness"):
+    with pytest.raises(DamagedResults, match=r"robustness.csv cannot be read as CSV: line \d+ "
+                                             r"has \d fields, its header 6.*--only robustness"):
         publish(staged, target, "continual_drift", "continual", "cpu")
     assert snapshot(tmp_path) == before
     robustness.write_bytes(data)
@@ -244,6 +266,8 @@ def test_journal_never_touches_a_path_outside_the_published_folders(
     ('{"notebook": "alpha", "mov', r"is not valid JSON \(Unterminated string"),
     ("[]", "does not name its notebook"),
     ('{"notebook": "alpha", "moves": "all", "remove": []}', "has no list of"),
+    # 100,000 nested lists: before the bound, json.loads raised a bare RecursionError
+    ("[" * 100_000, "nests deeper than 64 levels"),
 ])
 def test_damaged_journal_is_named_and_explained(target, text, message):
     """A journal cut short or malformed names itself, says what it is and what to do."""

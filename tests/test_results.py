@@ -105,11 +105,20 @@ GOOD = ("id,measured_mean,measured_std,n_seeds,profile,note\n"
 @pytest.mark.parametrize(("text", "message"), [
     ("", "is empty"),
     ('id,measured_mean\n"a,1\n', "cannot be read as CSV"),
-    (GOOD.replace("measured_mean,", ""), r"\['measured_mean'\] missing"),
+    (f"id,measured_std,n_seeds,profile,note\n{CID},0.07,2,cpu,\n",
+     r"\['measured_mean'\] missing"),
+    # the column's name removed from the header alone: before, pandas took the surplus
+    # first field of each row for an index and read every column shifted by one
+    (GOOD.replace("measured_mean,", ""), r"line 2 has 6 fields, its header 5"),
     (GOOD.replace(",note", ",notes"), r"\['notes'\] unknown"),
     (GOOD + f"{CID},0.8,0.1,2,cpu,\n", r"id repeats an earlier row's at line 5 \(id 'ptopofl"),
     (GOOD + ",0.8,0.1,2,cpu,\n", "id is empty at line 5"),
-    (GOOD + "ptopofl.t1.hc.auc.pfedme,0.8,0.1,1", r"profile is empty at line 5"),
+    (GOOD + "ptopofl.t1.hc.auc.pfedme,0.8,0.1,1,,", r"profile is empty at line 5"),
+    # a row cut short: before, pandas filled the missing fields with NaN silently
+    (GOOD + "ptopofl.t1.hc.auc.pfedme,0.8,0.1,1",
+     r"cannot be read as CSV: line 5 has 4 fields, its header 6"),
+    (GOOD + "ptopofl.t1.hc.auc.pfedme,0.8,0.1,1,cpu,,extra\n",
+     r"cannot be read as CSV: line 5 has 7 fields, its header 6"),
     (GOOD + "ptopofl.t1.hc.auc.pfedme,0.8,0.1,2.5,cpu,\n", r"n_seeds is not a whole number"),
     (GOOD + "ptopofl.t1.hc.auc.pfedme,high,0.1,2,cpu,\n", "measured_mean is not a number"),
     (GOOD + "ptopofl.t1.hc.auc.pfedme,0.8,-1,2,cpu,\n", r"measured_std is not a finite number"),

@@ -334,7 +334,8 @@ def test_an_object_array_inside_a_record_is_refused(tmp_path):
     (key,) = _run_keys(store, ONE)
     with open(store / f"{key}.npz", "wb") as fh:
         np.savez(fh, record=np.array([_Payload(marker)], dtype=object))
-    with pytest.raises(DamagedRunError, match="Object arrays cannot be loaded"):
+    with pytest.raises(DamagedRunError, match=r"'record\.npy' is an object array \(pickled "
+                                              r"objects\), not data"):
         RunCache(store).load(key)
     assert not marker.exists()
 

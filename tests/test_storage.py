@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import math
+import zipfile
 from collections import OrderedDict
 
 import numpy as np
@@ -104,3 +106,73 @@ def test_missing_and_foreign_files(tmp_path):
     np.savez(tmp_path / "plain.npz", x=np.arange(3))
     with pytest.raises(StoredDataError, match="no record member"):
         storage.load(tmp_path / "plain.npz")
+
+
+def _npy_bytes(shape, dtype="<f8", body=b"", version=(1, 0)) -> bytes:
+    """A .npy member whose header declares ``shape`` but whose data is ``body``."""
+    buf = io.BytesIO()
+    header = {"descr": dtype, "fortran_order": False, "shape": shape}
+    if version == (1, 0):
+        np.lib.format.write_array_header_1_0(buf, header)
+    else:
+        np.lib.format.write_array_header_2_0(buf, header)
+    return buf.getvalue() + body
+
+
+def _archive(path, members, compression=zipfile.ZIP_STORED):
+    record = io.BytesIO()
+    np.save(record, np.array('{"format":"topofl-data/1","value":1}'))
+    with zipfile.ZipFile(path, "w", compression) as zf:
+        zf.writestr("record.npy", record.getvalue())
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return path
+
+
+@pytest.mark.parametrize("members, compression, message", [
+    # an array header declaring 2**40 float64 (8 TiB) over 8 bytes: before the check,
+    # numpy allocated the declared array (MemoryError, or 8 TiB of address space)
+    ({"a0.npy": _npy_bytes((2**40,), body=b"\0" * 8)}, zipfile.ZIP_STORED,
+     r"a0\.npy.*2\*\*40|a0\.npy.*1099511627776 x float64"),
+    # the same with the version 2.0 header
+    ({"a0.npy": _npy_bytes((2**20, 2**20), body=b"\0" * 8, version=(2, 0))},
+     zipfile.ZIP_STORED, r"a0\.npy.*1099511627776 x float64"),
+    ({"code.py": b"import os"}, zipfile.ZIP_STORED, r"'code\.py' is not a \.npy array"),
+    ({"a0.npy": b"\x93NUMPY\x01\x00\xff\xff"}, zipfile.ZIP_STORED, "bad array header"),
+    ({"a0.npy": _npy_bytes((3,), dtype="|O", body=b"\0" * 24)}, zipfile.ZIP_STORED,
+     r"'a0\.npy' is an object array"),
+])
+def test_hostile_archives_are_refused_before_allocating(tmp_path, members, compression,
+                                                        message):
+    path = _archive(tmp_path / "h.npz", members, compression)
+    assert path.stat().st_size < 2**22  # what is refused is declared, never held
+    with pytest.raises(StoredDataError, match=rf"h\.npz: .*({message})"):
+        storage.load(path)
+
+
+def test_a_zip_bomb_is_refused_from_its_declared_size(tmp_path, monkeypatch):
+    """A member that inflates past the bound (zeros compress 1000-fold) is refused from
+    the zip directory's declared size; the bound is lowered so the test stays small."""
+    monkeypatch.setattr(storage, "MAX_STORED_BYTES", 2**20)
+    bomb = {"a0.npy": _npy_bytes((2**18,), body=b"\0" * 8 * 2**18)}
+    path = _archive(tmp_path / "b.npz", bomb, zipfile.ZIP_DEFLATED)
+    assert path.stat().st_size < 2**14
+    with pytest.raises(StoredDataError, match=r"b\.npz: .*declare \d+ bytes, more than "
+                                              r"MAX_STORED_BYTES \(1048576\)"):
+        storage.load(path)
+
+
+def test_too_many_members_are_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(storage, "MAX_STORED_MEMBERS", 3)
+    members = {f"a{i}.npy": _npy_bytes((1,), body=b"\0" * 8) for i in range(3)}
+    with pytest.raises(StoredDataError, match=r"4 members, more than MAX_STORED_MEMBERS"):
+        storage.load(_archive(tmp_path / "m.npz", members))
+
+
+def test_a_stored_value_still_round_trips_after_the_checks(tmp_path):
+    value = {"a": np.arange(12.0).reshape(3, 4), "s": np.array(["x", "yz"]),
+             "e": np.zeros((0, 5)), "b": np.array([True, False])}
+    back = storage.load(storage.dump(tmp_path / "ok.npz", value))
+    for key, arr in value.items():
+        np.testing.assert_array_equal(back[key], arr)
+        assert back[key].dtype == arr.dtype

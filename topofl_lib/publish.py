@@ -51,6 +51,7 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 
+from ._bounded_files import BoundedFileError, read_json
 from .claims_summary import assign_protocols, comparison_document
 from .environment import ENVIRONMENT_FILE, add_notebook
 from .outputs import write_text_atomic
@@ -154,8 +155,8 @@ def _read_json(path: Path) -> dict:
     if not path.exists():
         return {}
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        value = read_json(path)
+    except BoundedFileError as exc:
         value = exc
     if not isinstance(value, dict):
         why = value if isinstance(value, Exception) else f"holds a {type(value).__name__}"
@@ -428,9 +429,9 @@ def _read_journal(target: Target) -> dict | None:
     if not path.exists():
         return None
     try:
-        journal = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        journal, fault = None, f"is not valid JSON ({exc}): it was cut short or edited"
+        journal = read_json(path)
+    except BoundedFileError as exc:
+        journal, fault = None, f"cannot be read ({exc}): it was cut short or edited"
     else:
         fault = _journal_fault(journal, target)
     if fault:

@@ -12,6 +12,7 @@ with :func:`write_claims`; the reproduce command merges every notebook's rows
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -19,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ._bounded_files import BoundedFileError, check_csv_rows, read_text
 from .outputs import atomic_path, check_unpublished
 
 __all__ = [
@@ -207,7 +209,11 @@ REQUIRED_CLAIM_COLUMNS = CLAIM_COLUMNS[:-1]
 
 def _parse_claim_file(path: Path) -> pd.DataFrame:
     try:
-        return pd.read_csv(path)
+        text = read_text(path)
+        check_csv_rows(text, path)
+        return pd.read_csv(io.StringIO(text))
+    except BoundedFileError as exc:
+        raise ClaimFileError(str(exc)) from None
     except pd.errors.EmptyDataError:
         raise ClaimFileError(f"{path} is empty (not even its header line)") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:

@@ -45,13 +45,21 @@ import numpy as np
 
 from .core.registry import METHODS
 
-__all__ = ["FORMAT", "StoredDataError", "dump", "load", "register_storable"]
+__all__ = ["FORMAT", "MAX_STORED_BYTES", "MAX_STORED_MEMBERS", "StoredDataError", "dump",
+           "load", "register_storable"]
 
 #: Written into every file; a file of another format is refused.
 FORMAT = "topofl-data/1"
 
 _RECORD = "record"
 _STORABLE: dict[str, type] = {}
+
+
+#: The most bytes the arrays of one stored file may declare (1 GiB); a larger
+#: declaration is refused before anything is allocated.
+MAX_STORED_BYTES = 2**30
+#: The most arrays one stored file may hold.
+MAX_STORED_MEMBERS = 100_000
 
 
 class StoredDataError(ValueError):
@@ -377,12 +385,57 @@ def load(path):
 
 
 def _read_arrays(path: Path) -> dict[str, np.ndarray]:
+    """The arrays of ``path``, every size bounded before anything is allocated.
+
+    A member's declared size (the zip directory's) must fit in the file when stored, and
+    in :data:`MAX_STORED_BYTES` in all; an array's header must describe exactly the
+    bytes its member holds, so a header declaring 2**40 elements is refused unread.
+    """
     if not path.is_file():
         raise StoredDataError("no such file")
     data = path.read_bytes()
     if not zipfile.is_zipfile(io.BytesIO(data)):
         raise StoredDataError(f"not a {FORMAT} file (not a NumPy .npz archive)")
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        infos = zf.infolist()
+        if len(infos) > MAX_STORED_MEMBERS:
+            raise StoredDataError(f"{len(infos)} members, more than MAX_STORED_MEMBERS "
+                                  f"({MAX_STORED_MEMBERS})")
+        declared = sum(info.file_size for info in infos)
+        if declared > MAX_STORED_BYTES:
+            raise StoredDataError(f"its members declare {declared} bytes, more than "
+                                  f"MAX_STORED_BYTES ({MAX_STORED_BYTES})")
+        for info in infos:
+            _check_member(zf, info, len(data))
     with np.load(io.BytesIO(data), allow_pickle=False) as npz:
         if _RECORD not in npz.files:
             raise StoredDataError(f"no {_RECORD} member")
         return {name: npz[name] for name in npz.files}
+
+
+def _check_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, file_size: int) -> None:
+    """Refuse member ``info`` unless its array header describes exactly its bytes."""
+    if info.compress_type == zipfile.ZIP_STORED and info.file_size > file_size:
+        raise StoredDataError(f"member {info.filename!r} declares {info.file_size} bytes "
+                              f"in a file of {file_size}")
+    if not info.filename.endswith(".npy"):
+        raise StoredDataError(f"member {info.filename!r} is not a .npy array")
+    with zf.open(info) as fh:
+        try:
+            version = np.lib.format.read_magic(fh)
+            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                           else np.lib.format.read_array_header_2_0)
+            shape, _, dtype = read_header(fh)
+            header = fh.tell()
+        except ValueError as exc:
+            raise StoredDataError(f"member {info.filename!r}: bad array header "
+                                  f"({exc})") from None
+    if dtype.hasobject:
+        raise StoredDataError(f"member {info.filename!r} is an object array (pickled "
+                              "objects), not data")
+    count = math.prod(shape)
+    if count * dtype.itemsize != info.file_size - header:
+        raise StoredDataError(
+            f"member {info.filename!r}: its header describes {count} x {dtype} "
+            f"({count * dtype.itemsize} bytes), but the member holds "
+            f"{info.file_size - header}")

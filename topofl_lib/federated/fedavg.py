@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_real
+from ..core.registry import register_method
 from .base import FederatedAlgorithm
 
 __all__ = ["FedAvg", "FedProx"]
 
 
+@register_method
 class FedAvg(FederatedAlgorithm):
     """Data-volume weighted average of locally trained models.
 
@@ -94,6 +96,7 @@ class FedAvg(FederatedAlgorithm):
         return self.coef_
 
 
+@register_method
 class FedProx(FedAvg):
     r"""FedAvg with the proximal local objective :math:`F_k(w) + \frac{\mu}{2}\|w - w_g\|^2`.
 

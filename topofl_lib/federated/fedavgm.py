@@ -30,11 +30,13 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_real
+from ..core.registry import register_method
 from .fedavg import FedAvg
 
 __all__ = ["FedAvgM"]
 
 
+@register_method
 class FedAvgM(FedAvg):
     r"""FedAvg with server momentum on the mean update (module docstring).
 

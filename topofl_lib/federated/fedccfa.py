@@ -54,6 +54,7 @@ import numpy as np
 from sklearn.cluster import DBSCAN
 
 from .._validation import as_float_array, check_int, check_real
+from ..core.registry import register_method
 from .fedfm import anchor_matching_loss
 from .representation import DecoupledFedAvg, class_means
 
@@ -108,6 +109,7 @@ def label_clusters(rows: np.ndarray, eps: float) -> np.ndarray:
     return DBSCAN(eps=eps, min_samples=1, metric="precomputed").fit(madd(rows)).labels_
 
 
+@register_method
 class FedCCFA(DecoupledFedAvg):
     """FedCCFA (see the module docstring).
 

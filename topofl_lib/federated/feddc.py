@@ -41,11 +41,13 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_real
+from ..core.registry import register_method
 from .base import FederatedAlgorithm
 
 __all__ = ["FedDC"]
 
 
+@register_method
 class FedDC(FederatedAlgorithm):
     r"""FedDC: a local drift variable per client, and a drift-corrected average.
 

@@ -39,11 +39,13 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_real
+from ..core.registry import register_method
 from .base import FederatedAlgorithm
 
 __all__ = ["FedDyn"]
 
 
+@register_method
 class FedDyn(FederatedAlgorithm):
     r"""FedDyn: local objectives with a dynamic linear and quadratic penalty.
 

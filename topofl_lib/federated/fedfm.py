@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_int, check_real
+from ..core.registry import register_method
 from .representation import FeatureLossFedAvg
 
 __all__ = ["FedFM", "anchor_matching_loss"]
@@ -60,6 +61,7 @@ def anchor_matching_loss(z, y, anchors, tau: float):
     return cross_entropy(normalize(z, dim=1) @ normalize(anchors, dim=1).T / tau, y)
 
 
+@register_method
 class FedFM(FeatureLossFedAvg):
     """FedFM with the contrastive-guiding loss (see the module docstring).
 

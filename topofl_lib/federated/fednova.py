@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.registry import register_method
 from .fedavg import FedAvg
 
 __all__ = ["FedNova", "momentum_normaliser"]
@@ -60,6 +61,7 @@ def momentum_normaliser(steps: np.ndarray, momentum: float) -> np.ndarray:
     return (tau - rho * (1.0 - rho ** tau) / (1.0 - rho)) / (1.0 - rho)
 
 
+@register_method
 class FedNova(FedAvg):
     r"""FedNova: normalized averaging of the clients' cumulative updates.
 

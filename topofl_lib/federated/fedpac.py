@@ -47,6 +47,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from .._validation import as_float_array, check_int, check_real
+from ..core.registry import register_method
 from .representation import DecoupledFedAvg, class_means
 
 __all__ = ["FedPAC", "collaboration_weights", "feature_statistics"]
@@ -133,6 +134,7 @@ def collaboration_weights(V: np.ndarray, H: np.ndarray) -> np.ndarray:
     return out
 
 
+@register_method
 class FedPAC(DecoupledFedAvg):
     """FedPAC (see the module docstring).
 

@@ -20,11 +20,13 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_finite
+from ..core.registry import register_method
 from .base import FederatedAlgorithm
 
 __all__ = ["LocalOnly"]
 
 
+@register_method
 class LocalOnly(FederatedAlgorithm):
     """Each client trains its own model on its own data; no aggregation.
 

@@ -1,14 +1,15 @@
 """The catalogue of this package's algorithms, registered by name, and :func:`make_method`.
 
-Importing this module registers pTopoFL and the baselines
-(:func:`topofl_lib.core.register_method`). Methods defined above this layer register
-themselves when imported, or are found through a ``topofl_lib.methods`` entry point
+Each algorithm registers itself when its module is imported
+(:func:`topofl_lib.core.register_method`), so a class imported on its own can be stored and
+found by name. Methods defined above this layer register
+themselves in the same way, or are found through a ``topofl_lib.methods`` entry point
 (``"FedTopo"``: :class:`topofl_lib.fedtopo.FedTopo`), so this module names none of them.
 """
 
 from __future__ import annotations
 
-from ..core.registry import get_method, register_method
+from ..core.registry import get_method
 from .base import FederatedAlgorithm
 from .fedavg import FedAvg, FedProx
 from .fedavgm import FedAvgM
@@ -50,9 +51,6 @@ REPRESENTATION_METHODS: dict[str, type[FederatedAlgorithm]] = {
 }
 #: Every algorithm of this package.
 ALL_METHODS = {**METHODS, **ROBUST_METHODS, **FEDTOPO_BASELINES, **REFERENCE_METHODS}
-
-for _cls in (*ALL_METHODS.values(), *REPRESENTATION_METHODS.values()):
-    register_method(_cls)
 
 
 def make_method(name: str, **params) -> FederatedAlgorithm:

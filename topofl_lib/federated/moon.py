@@ -35,6 +35,7 @@ classes).
 from __future__ import annotations
 
 from .._validation import check_real
+from ..core.registry import register_method
 from .representation import FeatureLossFedAvg, frozen_features
 
 __all__ = ["Moon", "model_contrastive_loss"]
@@ -71,6 +72,7 @@ def model_contrastive_loss(z, z_glob, z_prev, tau: float):
     return cross_entropy(logits, target)
 
 
+@register_method
 class Moon(FeatureLossFedAvg):
     """MOON (see the module docstring).
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_int, check_real
+from ..core.registry import register_method
 from .base import FederatedAlgorithm
 
 __all__ = ["PFedMe"]
 
 
+@register_method
 class PFedMe(FederatedAlgorithm):
     """pFedMe; ``lam`` = 15 as in the paper, ``lr`` is the outer step :math:`\\eta`.
 

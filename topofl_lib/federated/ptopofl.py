@@ -73,6 +73,7 @@ from .._validation import (
     check_int,
     check_real,
 )
+from ..core.registry import register_method
 from ..core.seeds import draw_seed
 from ..topology.descriptor import H1_GRIDS, client_topology
 from ..topology.distances import DISTANCES, diagram_distances, normalise_descriptors
@@ -107,6 +108,7 @@ def signature_drift(signatures) -> np.ndarray:
     return np.linalg.norm(normed - normed[0], axis=2).mean(axis=0)
 
 
+@register_method
 class PTopoFL(FederatedAlgorithm):
     """Personalised topology-aware FL.
 

@@ -21,11 +21,13 @@ from scipy.spatial.distance import cdist
 from scipy.stats import trim_mean
 
 from .._validation import check_int, check_real
+from ..core.registry import register_method
 from .fedavg import FedAvg
 
 __all__ = ["CoordinateMedian", "Krum", "TrimmedMean"]
 
 
+@register_method
 class CoordinateMedian(FedAvg):
     """FedAvg clients, coordinate-wise median server.
 
@@ -45,6 +47,7 @@ class CoordinateMedian(FedAvg):
         return np.median(local, axis=0)
 
 
+@register_method
 class TrimmedMean(FedAvg):
     """FedAvg clients, coordinate-wise trimmed-mean server.
 
@@ -76,6 +79,7 @@ class TrimmedMean(FedAvg):
         return trim_mean(local, self.trim, axis=0)
 
 
+@register_method
 class Krum(FedAvg):
     """FedAvg clients, Krum server.
 

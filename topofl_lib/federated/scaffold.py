@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_choice, check_real
+from ..core.registry import register_method
 from .base import FederatedAlgorithm
 
 __all__ = ["CONTROL_UPDATES", "Scaffold", "scaffold_drift"]
@@ -38,6 +39,7 @@ __all__ = ["CONTROL_UPDATES", "Scaffold", "scaffold_drift"]
 CONTROL_UPDATES = ("mean_change", "add_full")
 
 
+@register_method
 class Scaffold(FederatedAlgorithm):
     r"""SCAFFOLD with server learning rate ``server_lr`` (default 1).
 
