@@ -26,7 +26,8 @@ from topofl_lib.federated.local import (
     logistic_gradient,
     private_gradient,
 )
-from topofl_lib.privacy import ClientLevelDP, GaussianMechanism, SampleLevelDP
+from topofl_lib.privacy import ClientLevelDP, GaussianMechanism, SampleLevelDP, clip_norm
+from topofl_lib.privacy.model_channel import NOISE_PLACEMENTS
 from topofl_lib.topology import ModelAnchoredDescriptor
 
 pytest.importorskip("opacus")
@@ -260,7 +261,8 @@ def test_each_round_logs_the_epsilon_of_the_history(healthcare, caplog):
     for r, line in enumerate(lines):
         assert line.startswith(f"PTopoFL round {r + 1}/3: epsilon {h['epsilon'][r]:.4g} ")
         assert f"(descriptor {h['epsilon_descriptor'][r]:.4g}, " in line
-        assert f"model {h['epsilon_model'][r]:.4g})" in line
+        assert f"model {h['epsilon_model'][r]:.4g}; against the server inf)" in line
+        assert "add_remove neighbours" in line  # central noise: the server sees each update
         assert line.endswith(f"the largest over {len(healthcare.clients)} clients")
     caplog.clear()
     FedAvg(n_rounds=2, random_state=0).fit(healthcare)  # no model_dp: no accountant, no line
@@ -384,6 +386,46 @@ def test_bad_options_are_refused_before_anything_runs(healthcare):
             healthcare)
 
 
+def test_sample_level_dp_refuses_what_couples_records(healthcare):
+    """Issue 45: pTopoFL's augmentation and per-client standardisation build every record's
+    features from the client's whole data, so removing one record moves every example's
+    gradient; the accountant's bound (the clip) does not hold, and the fit is refused."""
+    with pytest.raises(ValueError, match=r"augment=True builds every record's four extra "
+                                         r"features .* pass augment=False, or use "
+                                         r"ClientLevelDP"):
+        PTopoFL(model_dp=SampleLevelDP()).fit(healthcare)
+    with pytest.raises(ValueError, match=r"standardise=True scales every record by its "
+                                         r"client's mean"):
+        FedAvg(standardise=True, model_dp=SampleLevelDP()).fit(healthcare)
+    paper = make_healthcare(n_clients=4, protocol="paper", random_state=0)
+    assert paper.meta["evaluation"]["standardise"]  # the paper protocol standardises
+    with pytest.raises(ValueError, match=r"the scenario asks for standardise=True; pass "
+                                         r"standardise=False"):
+        FedAvg(n_rounds=1, model_dp=SampleLevelDP()).fit(paper)
+    # what stays allowed: client-level DP covers the whole client, so both are fine there
+    PTopoFL(n_rounds=1, model_dp=ClientLevelDP(), random_state=0).fit(healthcare)
+    FedAvg(n_rounds=1, standardise=False, model_dp=SampleLevelDP(), random_state=0).fit(paper)
+
+
+def test_without_coupling_one_record_moves_a_clipped_batch_sum_by_at_most_the_clip(healthcare):
+    """What the accountant assumes, checked on the learner DP-SGD uses: with features that
+    depend on each record alone, removing one record outside a batch leaves the clipped
+    sum unchanged and removing one inside moves it by at most the clip."""
+    est = FedAvg(n_rounds=1, model_dp=SampleLevelDP(clip=0.5), random_state=0).fit(healthcare)
+    learner, client = est.learner_, healthcare.clients[0]
+    X, y = client.X_train, client.y_train
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=X.shape[1] + 1)
+    batch = np.sort(rng.choice(len(y), size=32, replace=False))
+    full = learner.clipped_gradient_sum(w, learner.client_data(X, y), batch, 0.5)
+    for removed in range(len(y)):
+        keep = np.delete(np.arange(len(y)), removed)
+        data = learner.client_data(X[keep], y[keep])
+        idx = np.searchsorted(keep, batch[batch != removed])
+        moved = np.linalg.norm(learner.clipped_gradient_sum(w, data, idx, 0.5) - full)
+        assert moved <= 0.5 + 1e-12 if removed in batch else moved == 0.0
+
+
 # -- networks ------------------------------------------------------------------------
 
 
@@ -448,3 +490,86 @@ def test_options_a_method_would_bypass_are_refused(healthcare):
         CoordinateMedian(model_dp=ClientLevelDP()).fit(healthcare)
     est = CoordinateMedian(n_rounds=2, random_state=0, model_dp=SampleLevelDP()).fit(healthcare)
     assert np.all(np.isfinite(est.history_["epsilon"]))  # DP-SGD, then the median
+
+
+def test_the_neighbouring_relation_is_stated_and_selectable(healthcare):
+    """Issue 45: every accountant names its relation; replacing a client (sensitivity 2C)
+    composes half the multiplier, so its epsilon is that of add/remove at z / 2, and the
+    relations the accountant cannot cover are refused, naming the parameter."""
+    add = ClientLevelDP(noise_multiplier=2.0)
+    replace = ClientLevelDP(noise_multiplier=2.0, relation="replace")
+    assert add.round_event()["noise_multiplier"] == 2.0
+    assert replace.round_event()["noise_multiplier"] == 1.0
+    acc = replace.accountant()
+    assert acc.relation == "replace" and "relation='replace'" in repr(acc)
+    assert "relation='add_remove'" in repr(add.accountant())
+    eps_replace = acc.record({**replace.round_event(), "round": 1}).epsilon(1e-5)
+    eps_half = ClientLevelDP(noise_multiplier=1.0).accountant().record(
+        {**add.round_event(), "noise_multiplier": 1.0, "round": 1}).epsilon(1e-5)
+    assert eps_replace == pytest.approx(eps_half, rel=1e-12)
+    est = FedAvg(n_rounds=2, model_dp=replace, random_state=0).fit(healthcare)
+    assert all(a.relation == "replace" for a in est.accountants_)
+    with pytest.raises(ValueError, match=r"relation='replace' with sample_rate=0.5"):
+        ClientLevelDP(sample_rate=0.5, relation="replace")
+    with pytest.raises(ValueError, match=r"relation='replace' for SampleLevelDP"):
+        SampleLevelDP(relation="replace")
+    with pytest.raises(ValueError, match=r"unknown relation 'swap'; expected one of "
+                                         r"\['add_remove', 'replace'\]"):
+        ClientLevelDP(relation="swap")
+
+
+@pytest.mark.parametrize("noise", ["distributed", "local"])
+def test_no_un_noised_update_reaches_the_server(healthcare, monkeypatch, noise):
+    """Issue 45: with the noise at the clients, every message the server receives is a
+    weighted clipped update plus that client's own noise (share z C / sqrt(m) or the full
+    z C), and the round's sum is the sum of those messages and nothing else."""
+    dp = ClientLevelDP(noise_multiplier=2.0, clip=0.5, noise=noise)
+    sent, sums = [], []
+    messages, noisy_sum = ClientLevelDP.client_messages, ClientLevelDP.noisy_sum
+
+    def spy_messages(self, updates, weights, rng):
+        out = messages(self, updates, weights, rng)
+        truth = np.asarray(weights)[:, None] * clip_norm(np.asarray(updates), self.clip)
+        sent.append((out, truth))
+        return out
+
+    def spy_sum(self, updates, weights, rng):
+        total = noisy_sum(self, updates, weights, rng)
+        sums.append(total)
+        return total
+
+    monkeypatch.setattr(ClientLevelDP, "client_messages", spy_messages)
+    monkeypatch.setattr(ClientLevelDP, "noisy_sum", spy_sum)
+    FedAvg(n_rounds=3, model_dp=dp, random_state=0).fit(healthcare)
+    K = len(healthcare.clients)
+    share = 2.0 * 0.5 / (math.sqrt(K) if noise == "distributed" else 1.0)
+    residuals = np.concatenate([(out - truth).ravel() for out, truth in sent])
+    assert len(sent) == len(sums) == 3 and all(out.shape[0] == K for out, _ in sent)
+    assert np.all(residuals != 0.0)  # no coordinate of any message is un-noised
+    assert np.std(residuals) == pytest.approx(share, rel=0.2)
+    for (out, _), total in zip(sent, sums, strict=True):
+        np.testing.assert_allclose(total, out.sum(axis=0), rtol=0, atol=1e-12)
+
+
+def test_the_accountant_reports_the_epsilon_against_the_server(healthcare):
+    """Both epsilons: of the released sum (the same for every placement of the noise)
+    and against the server (infinite with central noise: it sees each clipped update;
+    each client's share with distributed noise; the release's with local noise)."""
+    eps = {noise: FedAvg(n_rounds=2, random_state=0, model_dp=ClientLevelDP(
+        noise_multiplier=2.0, clip=0.5, noise=noise)).fit(healthcare).history_
+        for noise in NOISE_PLACEMENTS}
+    for noise in NOISE_PLACEMENTS:
+        np.testing.assert_allclose(eps[noise]["epsilon"], eps["central"]["epsilon"])
+    assert np.all(np.isinf(eps["central"]["epsilon_server"]))
+    np.testing.assert_allclose(eps["local"]["epsilon_server"], eps["local"]["epsilon"])
+    K = len(healthcare.clients)
+    share = ClientLevelDP(noise_multiplier=2.0 / math.sqrt(K)).accountant()
+    for r in (1, 2):
+        share.record({**ClientLevelDP(noise_multiplier=2.0 / math.sqrt(K)).round_event(),
+                      "round": r})
+    assert eps["distributed"]["epsilon_server"][-1] == pytest.approx(share.epsilon(1e-5))
+    assert eps["distributed"]["epsilon_server"][-1] > eps["distributed"]["epsilon"][-1]
+    with pytest.raises(ValueError, match=r"noise='distributed' with sample_rate=0.5"):
+        ClientLevelDP(sample_rate=0.5, noise="distributed")
+    with pytest.raises(ValueError, match=r"unknown noise 'server'"):
+        ClientLevelDP(noise="server")

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
+from scipy.stats import t as student_t
+
 from .claim_keys import METHOD_KEYS
 from .outputs import write_text_atomic
 from .prose import counted
@@ -641,17 +643,26 @@ def _ptopofl_dp_cost(results_dir: Path) -> str:
     if clear is None or any(r is None for r in rows):
         return _DP_PENDING
     spent, cost, private = rows
+    n = int(cost.n_seeds)
+    half = (float(student_t.ppf(0.975, n - 1)) * cost.std / math.sqrt(n) if n > 1
+            else math.nan)
     return ("**End-to-end DP, in one number.** A whole pTopoFL run on Scenario A under the "
             "paper's protocol (15 rounds; the models by client-level DP-FedAvg, every update "
             "clipped to L2 norm 1 and noised at the server; the descriptors by the Gaussian "
-            "mechanism, calibrated to a tenth of the budget), with its noise calibrated to a "
-            f"target of ε = {README_DP_TARGET:g} per client at δ = 10⁻⁵, spends "
+            "mechanism at each client, calibrated to a tenth of the budget), with its noise "
+            f"calibrated to a target of ε = {README_DP_TARGET:g} per client at δ = 10⁻⁵ "
+            "(neighbouring federations: one client added or removed), spends "
             f"ε = {spent.mean:.2f} per client for both channels and all rounds together "
             "(Opacus's PRV accountant), and changes the final AUC by "
-            f"{_mean_sd(cost.mean, cost.std, 3)} (private minus non-private, paired over "
-            f"{cost.n_seeds} seeds; {clear.mean:.3f} without DP, {private.mean:.3f} with it; "
-            f"`{cost.profile}` profile). `results/comparison.md` has every target, FedAvg, the "
-            "benchmark, the deep runs and the audit (`topofl.dp.*`).")
+            f"{cost.mean:.3f} (private minus non-private, paired over {n} seeds: standard "
+            f"deviation {cost.std:.3f}, 95% t-interval of the mean difference "
+            f"{cost.mean - half:.3f} to {cost.mean + half:.3f}; {clear.mean:.3f} without DP, "
+            f"{private.mean:.3f} with it; `{cost.profile}` profile). The models' ε holds "
+            "against whoever sees what the server releases, not against the server itself, "
+            "which sees each clipped update before it adds the noise (central DP: a trusted "
+            "server); the descriptors' share holds against the server too. "
+            "`results/comparison.md` has every target, FedAvg, the benchmark, the deep runs "
+            "and the audit (`topofl.dp.*`).")
 
 
 def _markdown_of(value) -> str:

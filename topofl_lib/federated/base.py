@@ -90,6 +90,15 @@ RNG_STREAMS = ("shared", "per_client")
 EVALUATE_ON = ("honest", "all")
 
 
+#: Why sample-level DP refuses per-client standardisation: the mean and scale couple records.
+_STANDARDISED_SAMPLE_DP = (
+    "model_dp={dp!r} bounds what removing one record changes in a clipped batch sum (by the "
+    "clip), but standardise=True scales every record by its client's mean and standard "
+    "deviation, so removing one record changes every example's gradient and the "
+    "accountant's bound does not hold; standardise with public statistics beforehand, or "
+    "use ClientLevelDP (it protects a client's whole data)")
+
+
 class FederatedAlgorithm(BaseEstimator):
     """Base class; see the module docstring.
 
@@ -232,6 +241,8 @@ class FederatedAlgorithm(BaseEstimator):
             raise ValueError(f"model_dp={dp!r} clips per-example gradients of the "
                              f"learner's loss, but {type(self).__name__} adds its own "
                              "data-dependent term to the gradient")
+        if dp.level == "sample" and self.standardise is True:
+            raise ValueError(_STANDARDISED_SAMPLE_DP.format(dp=dp))
         if dp.level == "client" and not self._client_dp:
             raise ValueError(f"model_dp={dp!r} replaces the server's rule by DP-FedAvg's "
                              f"noisy sum, which {type(self).__name__} does not run (its "
@@ -429,6 +440,10 @@ class FederatedAlgorithm(BaseEstimator):
         self._check_params()
         self.evaluation_ = self._evaluation(scenario)
         self.scenario_ = scenario
+        dp = self._model_dp
+        if dp is not None and dp.level == "sample" and self.evaluation_["standardise"]:
+            raise ValueError(_STANDARDISED_SAMPLE_DP.format(dp=dp) + " (the scenario asks "
+                             "for standardise=True; pass standardise=False)")
         if self.evaluation_["standardise"]:
             scenario = standardise_clients(scenario)
         self._rng = check_random_state(self.random_state)
@@ -467,7 +482,7 @@ class FederatedAlgorithm(BaseEstimator):
         scored = honest if self.evaluation_["evaluate_on"] == "honest" else np.arange(K)
         client_auc = np.full((self.n_rounds, K), np.nan)
         client_acc = np.full((self.n_rounds, K), np.nan)
-        privacy = np.full((self.n_rounds, 3, K), np.nan)  # total, descriptor, model
+        privacy = np.full((self.n_rounds, 4, K), np.nan)  # total, descriptor, model, server
         for r in range(self.n_rounds):
             self._round_number = r + 1
             for k, c in enumerate(scenario.clients_at(r)):
@@ -499,9 +514,10 @@ class FederatedAlgorithm(BaseEstimator):
         if self._accountants is not None:
             worst = privacy.max(axis=2)
             self.history_.update({"epsilon": worst[:, 0], "epsilon_descriptor": worst[:, 1],
-                                  "epsilon_model": worst[:, 2],
+                                  "epsilon_model": worst[:, 2], "epsilon_server": worst[:, 3],
                                   "client_epsilon": privacy[:, 0]})
             self.accountants_ = self._accountants
+            self.server_accountants_ = self._server_accountants
         return self
 
     # -- differential privacy of the model channel ------------------------------------
@@ -514,8 +530,12 @@ class FederatedAlgorithm(BaseEstimator):
             raise TypeError(f"model_dp={dp!r} needs clipped per-example gradients, which "
                             f"the learner {type(self.learner_).__name__} does not compute")
         self._accountants = [dp.accountant() for _ in range(K)]
+        # what the server itself sees: the same descriptor releases and DP-SGD steps (noised
+        # at the client); for client-level DP each update with its own share of the noise
+        self._server_accountants = [dp.accountant() for _ in range(K)]
         self._server_rng = self._rng.spawn(1)[0]  # leaves self._rng's draws unchanged
         self._dp_steps = np.zeros(K, dtype=np.int64)
+        self._dp_group_sizes = np.ones(K, dtype=np.int64)
 
     def _account(self, event: dict, clients=None) -> None:
         """Record ``event`` at the current round (0 before round 1) for ``clients``
@@ -525,29 +545,37 @@ class FederatedAlgorithm(BaseEstimator):
         r = self._round_number or 0
         for k in range(self.n_clients_) if clients is None else clients:
             self._accountants[k].record({**event, "round": r})
+            self._server_accountants[k].record({**event, "round": r})
 
     def _account_round(self) -> np.ndarray:
-        """Record the round's model releases; every client's epsilon so far, (3, K):
-        total, descriptor channel, model channel."""
+        """Record the round's model releases; every client's epsilon so far, (4, K):
+        total, descriptor channel, model channel, and the total against the server."""
         dp = self._model_dp
         if dp.level == "client":
-            self._account(dp.round_event())
+            r = self._round_number or 0
+            for k in range(self.n_clients_):
+                self._accountants[k].record({**dp.round_event(), "round": r})
+                self._server_accountants[k].record(
+                    {**dp.server_event(int(self._dp_group_sizes[k])), "round": r})
         else:
             for k in np.flatnonzero(self._dp_steps):
                 self._account(dp.round_event(int(self._n[k]), self._batch(k),
                                              int(self._dp_steps[k])), [k])
             self._dp_steps[:] = 0
         return np.array([[acc.epsilon(dp.delta, channel=c) for acc in self._accountants]
-                         for c in (None, "descriptor", "model")])
+                         for c in (None, "descriptor", "model")]
+                        + [[acc.epsilon(dp.delta) for acc in self._server_accountants]])
 
     def _log_privacy(self, r: int, spent: np.ndarray) -> None:
-        """Log round ``r``'s epsilon (INFO): the largest client total and each channel's."""
+        """Log round ``r``'s epsilon (INFO): the largest client total, each channel's, the
+        total against the server, and the neighbouring relation they are stated for."""
         if logger.isEnabledFor(logging.INFO):
-            total, descriptor, model = spent.max(axis=1)
-            logger.info("%s round %d/%d: epsilon %.4g (descriptor %.4g, model %.4g) at "
-                        "delta %.3g, the largest over %d clients", type(self).__name__,
-                        r + 1, self.n_rounds, total, descriptor, model,
-                        self._model_dp.delta, spent.shape[1])
+            total, descriptor, model, server = spent.max(axis=1)
+            logger.info("%s round %d/%d: epsilon %.4g (descriptor %.4g, model %.4g; against "
+                        "the server %.4g) at delta %.3g, %s neighbours, the largest over %d "
+                        "clients", type(self).__name__, r + 1, self.n_rounds, total,
+                        descriptor, model, server, self._model_dp.delta,
+                        self._model_dp.relation, spent.shape[1])
 
     def _private_round(self, starts: np.ndarray, groups: np.ndarray, weights: np.ndarray,
                        extra=None) -> tuple[np.ndarray, np.ndarray]:
@@ -583,6 +611,7 @@ class FederatedAlgorithm(BaseEstimator):
         models = np.empty(starts.shape)
         for j in range(starts.shape[0]):
             members = groups == j
+            self._dp_group_sizes[members] = max(int((members & taking_part).sum()), 1)
             total = dp.noisy_sum(updates[members & taking_part],
                                  weights[members & taking_part], self._server_rng)
             models[j] = starts[j] + total / (dp.sample_rate * weights[members].sum())

@@ -243,6 +243,15 @@ class PTopoFL(FederatedAlgorithm):
         if self.model is not None and self.augment:
             raise ValueError("augment=True appends tabular features and needs the logistic "
                              "model; pass augment=False with a TorchModel")
+        dp = self._model_dp
+        if self.augment and dp is not None and dp.level == "sample":
+            raise ValueError(
+                f"model_dp={dp!r} bounds what removing one record changes in a clipped batch "
+                "sum (by the clip), but augment=True builds every record's four extra "
+                "features from the client's whole data (its centroid and persistence "
+                "statistics), so removing one record changes every example's gradient and "
+                "the accountant's bound does not hold; pass augment=False, or use "
+                "ClientLevelDP (it protects a client's whole data)")
         label_aware.check_descriptor(self.descriptor, self.n_sub, self.n_thresholds)
         if not label_aware.is_paper(self.descriptor):
             if self.distance != "l2":

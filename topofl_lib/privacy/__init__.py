@@ -10,6 +10,8 @@ from .._lazy import attach
 __all__ = [
     "ATTACK_DESCRIPTORS",
     "ClientLevelDP",
+    "NOISE_PLACEMENTS",
+    "RELATIONS",
     "GaussianMechanism",
     "LaplaceMechanism",
     "PrivacyAccountant",
@@ -41,7 +43,7 @@ __all__ = [
 ]
 
 __getattr__, __dir__ = attach(__name__, {
-    ".accounting": ["PrivacyAccountant", "calibrate_noise_multiplier"],
+    ".accounting": ["RELATIONS", "PrivacyAccountant", "calibrate_noise_multiplier"],
     ".budget": ["split_budget"],
     ".audit": ["clopper_pearson", "empirical_epsilon", "epsilon_from_rates",
                "gaussian_mechanism_audit", "held_out_epsilon"],
@@ -53,7 +55,7 @@ __getattr__, __dir__ = attach(__name__, {
                     "proxy_table"],
     ".mechanisms": ["GaussianMechanism", "LaplaceMechanism", "analytic_gaussian_sigma",
                     "clip_norm"],
-    ".model_channel": ["ClientLevelDP", "SampleLevelDP"],
+    ".model_channel": ["NOISE_PLACEMENTS", "ClientLevelDP", "SampleLevelDP"],
     ".proxies": ["mi_proxy_bits", "reconstruction_risk_gradient",
                  "reconstruction_risk_topology"],
 })

@@ -67,11 +67,16 @@ from ..core.optional import require
 from ..storage import register_storable
 
 __all__ = ["ACCOUNTINGS", "CHANNELS", "EVENT_FIELDS", "MAX_TARGET_EPSILON", "MECHANISMS",
-           "PrivacyAccountant", "calibrate_noise_multiplier", "check_delta", "check_event",
-           "compose"]
+           "RELATIONS", "PrivacyAccountant", "calibrate_noise_multiplier", "check_delta",
+           "check_event", "compose"]
 
 #: The accountants: Opacus's PRV (default) and RDP.
 ACCOUNTINGS = ("prv", "rdp")
+#: The neighbouring relations an epsilon can be stated for: datasets that differ by one
+#: unit (a record, or a client's whole data) added or removed, or by one unit replaced by
+#: another. The events carry the noise multiplier over the relation's sensitivity:
+#: replacing moves a clipped sum by up to twice the clip, so the multiplier is halved.
+RELATIONS = ("add_remove", "replace")
 #: What a release carries: pTopoFL's descriptors, or the model (updates).
 CHANNELS = ("descriptor", "model")
 #: The mechanisms an event can be: Gaussian (possibly Poisson-subsampled), Laplace, or
@@ -152,6 +157,11 @@ class PrivacyAccountant:
         The accountant of the Gaussian events.
     eps_error : float, default=0.01
         (``"prv"``) how far above the exact epsilon the returned bound may lie.
+    relation : {"add_remove", "replace"}, default="add_remove"
+        The neighbouring relation the epsilon is stated for (:data:`RELATIONS`); the
+        events must carry noise multipliers over that relation's sensitivity (the DP
+        options of :mod:`~topofl_lib.privacy.model_channel` record them so). Recorded
+        here so that every report names it.
 
     Attributes
     ----------
@@ -170,14 +180,19 @@ class PrivacyAccountant:
     True
     """
 
-    def __init__(self, accounting: str = "prv", eps_error: float = 0.01):
+    #: Files stored before the relation was recorded were accounted under add/remove.
+    relation = "add_remove"
+
+    def __init__(self, accounting: str = "prv", eps_error: float = 0.01,
+                 relation: str = "add_remove"):
         self.accounting = check_choice(accounting, "accounting", ACCOUNTINGS)
         self.eps_error = check_real(eps_error, "eps_error", low=0.0, low_open=True)
+        self.relation = check_choice(relation, "relation", RELATIONS)
         self.events_: list[dict] = []
 
     def __repr__(self) -> str:
         return (f"PrivacyAccountant(accounting={self.accounting!r}, "
-                f"events={len(self.events_)})")
+                f"relation={self.relation!r}, events={len(self.events_)})")
 
     # -- recording ---------------------------------------------------------------------
     def record(self, event: dict) -> PrivacyAccountant:

@@ -47,6 +47,23 @@ local SGD loop (:func:`topofl_lib.federated.local.local_sgd`); its accountants a
 (:mod:`~topofl_lib.privacy.accounting`), and the per-example gradients come from
 ``torch.func``, torch's public API for them (the one Opacus itself falls back on).
 
+**The neighbouring relation.** Every epsilon is stated for a relation (``relation=``,
+named in each accountant's output): by default two datasets that differ by one unit added
+or removed (a client for :class:`ClientLevelDP`, a record for :class:`SampleLevelDP`),
+under which one unit moves a clipped sum by at most C. ``relation="replace"`` (one
+unit's data replaced by another's: up to 2C, so the accountant composes half the
+multiplier) is offered where the accountant covers it, client-level DP without client
+sampling; under Poisson subsampling the accountant's analysis is the add/remove one, and
+replacement is refused.
+
+**The adversary.** With :class:`ClientLevelDP` the noise is drawn at the server: the
+guarantee holds against everyone who sees what the server releases (the broadcast models
+and what is computed from them), not against the server, which sees every clipped update
+before it adds the noise (central DP with a trusted aggregator). With
+:class:`SampleLevelDP` each client noises its own steps, so the guarantee also holds
+against the server. pTopoFL's descriptors are noised at the client
+(:class:`~topofl_lib.privacy.GaussianMechanism`), before they leave it.
+
 Both report the epsilon at ``delta`` of the whole run: the model channel composed with
 the descriptor releases of pTopoFL (:class:`~topofl_lib.privacy.GaussianMechanism`,
 :class:`~topofl_lib.privacy.LaplaceMechanism`; without ``descriptor_mechanism``,
@@ -64,16 +81,22 @@ from sklearn.base import BaseEstimator
 from .._validation import as_float_array, check_choice, check_int, check_real
 from ..core.optional import require
 from ..storage import register_storable
-from .accounting import ACCOUNTINGS, PrivacyAccountant, check_delta
+from .accounting import ACCOUNTINGS, RELATIONS, PrivacyAccountant, check_delta
 from .mechanisms import clip_norm
 
-__all__ = ["ClientLevelDP", "SampleLevelDP"]
+__all__ = ["NOISE_PLACEMENTS", "ClientLevelDP", "SampleLevelDP"]
+
+#: Where client-level DP's noise is added (:class:`ClientLevelDP`'s ``noise``): by the
+#: server, shared among the clients (distributed DP), or in full by each client (local DP).
+NOISE_PLACEMENTS = ("central", "distributed", "local")
 
 
 class _ModelDP(BaseEstimator):
     """The parameters and checks both options share."""
 
     level = ""
+    #: Options stored before the relation was a parameter were accounted under add/remove.
+    relation = "add_remove"
 
     def check(self) -> None:
         """Validate the parameters: a ValueError (or TypeError) naming the bad one."""
@@ -84,6 +107,7 @@ class _ModelDP(BaseEstimator):
                              "overflows float64")
         check_delta(self.delta)
         check_choice(self.accounting, "accounting", ACCOUNTINGS)
+        check_choice(self.relation, "relation", RELATIONS)
 
     def accountant(self) -> PrivacyAccountant:
         """A new, empty accountant of this option's kind (Opacus must be installed: the
@@ -95,7 +119,14 @@ class _ModelDP(BaseEstimator):
         PrivacyAccountant
         """
         require("opacus", f"model_dp={self!r} (its accountant)")
-        return PrivacyAccountant(self.accounting)
+        return PrivacyAccountant(self.accounting, relation=self.relation)
+
+    @property
+    def accounted_multiplier(self) -> float:
+        """The noise multiplier over the relation's sensitivity: ``noise_multiplier`` under
+        add/remove (a unit's clipped contribution moves a sum by at most ``clip``), half of
+        it under replace (by at most ``2 * clip``)."""
+        return float(self.noise_multiplier) / (2.0 if self.relation == "replace" else 1.0)
 
     @property
     def noise_scale(self) -> float:
@@ -123,6 +154,24 @@ class ClientLevelDP(_ModelDP):
         The delta of the reported epsilon, in (0, 1).
     accounting : {"prv", "rdp"}, default="prv"
         The accountant (:mod:`topofl_lib.privacy.accounting`).
+    relation : {"add_remove", "replace"}, default="add_remove"
+        The neighbouring relation of the reported epsilon: two federations that differ by
+        one client added or removed (its update's share of the sum moves by at most C),
+        or by one client's data replaced by another's (by at most 2C, so the epsilon is
+        that of half the multiplier). ``"replace"`` needs ``sample_rate=1``: Poisson
+        subsampling amplifies differently under replacement, and the accountant's
+        subsampled analysis is the add/remove one.
+    noise : {"central", "distributed", "local"}, default="central"
+        Where the noise is added (:data:`NOISE_PLACEMENTS`). ``"central"``: the server
+        adds :math:`N(0, z^2C^2)` to the sum (it must be trusted: it sees every clipped
+        update). ``"distributed"``: each of the m clients of a group adds its share
+        :math:`N(0, z^2C^2/m)` to its weighted clipped update before sending, so the sum
+        carries the full noise and the server never holds an un-noised update; without
+        secure aggregation the server sees each update with only its share (the
+        ``epsilon_server`` of the fit's history). Needs ``sample_rate=1`` (the group's m
+        known before the round). ``"local"``: each client adds the full noise (local DP:
+        the server's view is as private as the release; the sum carries m times the
+        variance).
 
     Examples
     --------
@@ -138,18 +187,33 @@ class ClientLevelDP(_ModelDP):
     level = "client"
 
     def __init__(self, noise_multiplier: float = 1.0, clip: float = 1.0,
-                 sample_rate: float = 1.0, delta: float = 1e-5, accounting: str = "prv"):
+                 sample_rate: float = 1.0, delta: float = 1e-5, accounting: str = "prv",
+                 relation: str = "add_remove", noise: str = "central"):
         self.noise_multiplier = noise_multiplier
         self.clip = clip
         self.sample_rate = sample_rate
         self.delta = delta
         self.accounting = accounting
+        self.relation = relation
+        self.noise = noise
         self.check()
 
     def check(self) -> None:
         """Validate the parameters: a ValueError (or TypeError) naming the bad one."""
         super().check()
-        check_real(self.sample_rate, "sample_rate", low=0.0, high=1.0, low_open=True)
+        q = check_real(self.sample_rate, "sample_rate", low=0.0, high=1.0, low_open=True)
+        if self.relation == "replace" and q < 1:
+            raise ValueError(
+                f"relation='replace' with sample_rate={q}: the accountant's analysis of "
+                "Poisson-subsampled rounds is the add/remove one, and replacing a client "
+                "is not covered by it; use sample_rate=1, or relation='add_remove'")
+        check_choice(self.noise, "noise", NOISE_PLACEMENTS)
+        if self.noise == "distributed" and q < 1:
+            raise ValueError(
+                f"noise='distributed' with sample_rate={q}: each client's share is the "
+                "noise over the group's size, which Poisson sampling leaves unknown before "
+                "the round (fewer participants would carry less than the full noise); use "
+                "sample_rate=1, or noise='central' or 'local'")
 
     def participants(self, n_clients: int, rng: np.random.Generator) -> np.ndarray:
         """Which clients take part in a round: each with probability ``sample_rate``.
@@ -170,8 +234,51 @@ class ClientLevelDP(_ModelDP):
             return np.ones(n_clients, dtype=bool)
         return rng.random(n_clients) < self.sample_rate
 
+    def client_share(self, group_size: int) -> float:
+        """The standard deviation each client of a group adds to its update (0: none).
+
+        Parameters
+        ----------
+        group_size : int
+            The number of clients whose updates are summed (m).
+
+        Returns
+        -------
+        float
+            ``0`` (central), ``z C / sqrt(m)`` (distributed) or ``z C`` (local).
+        """
+        m = check_int(group_size, "group_size", low=1)
+        return {"central": 0.0, "distributed": self.noise_scale / math.sqrt(m),
+                "local": self.noise_scale}[self.noise]
+
+    def server_event(self, group_size: int) -> dict:
+        """What the server learns of one client's update in a round, for the accountant
+        of the epsilon against the server.
+
+        Parameters
+        ----------
+        group_size : int
+            The number of clients of the client's group (m).
+
+        Returns
+        -------
+        dict
+            A Gaussian event of multiplier ``client_share / (C * relation factor)``, or an
+            unprotected release (``noise="central"``: the server sees the clipped update).
+        """
+        share = self.client_share(group_size)
+        if share == 0:
+            return {"mechanism": "none", "channel": "model"}
+        factor = 2.0 if self.relation == "replace" else 1.0
+        return {"mechanism": "gaussian", "noise_multiplier": share / (factor * self.clip),
+                "sample_rate": float(self.sample_rate), "channel": "model"}
+
     def noisy_sum(self, updates, weights, rng: np.random.Generator) -> np.ndarray:
         r""":math:`\sum_k a_k\,{\rm clip}_C(\Delta_k) + N(0, z^2 C^2 I)`.
+
+        With ``noise="central"`` the server draws the noise; otherwise each client adds
+        :meth:`client_share` to :math:`a_k\,{\rm clip}_C(\Delta_k)` before sending and
+        the server sums what it receives.
 
         Parameters
         ----------
@@ -194,9 +301,43 @@ class ClientLevelDP(_ModelDP):
         if np.any(~(weights >= 0) | (weights > 1)):
             raise ValueError("weights must lie in [0, 1] (they bound each client's share "
                              f"of the sum), got {weights.tolist()[:10]}")
-        total = (weights @ clip_norm(updates, self.clip) if updates.shape[0]
-                 else np.zeros(updates.shape[1]))
-        return total + rng.normal(scale=self.noise_scale, size=total.shape)
+        if self.noise == "central":
+            total = (weights @ clip_norm(updates, self.clip) if updates.shape[0]
+                     else np.zeros(updates.shape[1]))
+            return total + rng.normal(scale=self.noise_scale, size=total.shape)
+        if not updates.shape[0]:  # no client sent anything: nothing to noise
+            return np.zeros(updates.shape[1])
+        return self.client_messages(updates, weights, rng).sum(axis=0)
+
+    def client_messages(self, updates, weights, rng: np.random.Generator) -> np.ndarray:
+        r"""What each client sends with ``noise="distributed"`` or ``"local"``:
+        :math:`a_k\,{\rm clip}_C(\Delta_k) + N(0, s^2 I)`, ``s`` its :meth:`client_share`
+        for a group of ``len(updates)``.
+
+        Parameters
+        ----------
+        updates : array-like of shape (m, dim)
+            The clients' updates.
+        weights : array-like of shape (m,)
+            Their weights, in [0, 1], known to each client before it sends.
+        rng : numpy.random.Generator
+            Draws each client's noise.
+
+        Returns
+        -------
+        ndarray of shape (m, dim)
+        """
+        updates = as_float_array(updates, "updates")
+        weights = as_float_array(weights, "weights")
+        if self.noise == "central":
+            raise ValueError("noise='central' sends the clipped updates un-noised; the "
+                             "server adds the noise (noisy_sum)")
+        if updates.ndim != 2 or weights.shape != (updates.shape[0],) or not updates.shape[0]:
+            raise ValueError(f"updates must be (m, dim) with m >= 1 and weights (m,), got "
+                             f"shapes {updates.shape} and {weights.shape}")
+        share = self.client_share(updates.shape[0])
+        return (weights[:, None] * clip_norm(updates, self.clip)
+                + rng.normal(scale=share, size=updates.shape))
 
     def round_event(self) -> dict:
         """A client's release in one round, for its accountant.
@@ -207,7 +348,7 @@ class ClientLevelDP(_ModelDP):
             A Gaussian event of multiplier ``noise_multiplier``, subsampled at
             ``sample_rate``, on the model channel (the engine adds the round).
         """
-        return {"mechanism": "gaussian", "noise_multiplier": float(self.noise_multiplier),
+        return {"mechanism": "gaussian", "noise_multiplier": self.accounted_multiplier,
                 "sample_rate": float(self.sample_rate), "channel": "model"}
 
 
@@ -235,17 +376,31 @@ class SampleLevelDP(_ModelDP):
         the accounting of a 15-round, 8-client tabular run, against 3 s with RDP);
         RDP's epsilon is a few percent higher (42.1 against 39.4 after 15 rounds of
         Scenario A, z = 1, measured). ``"prv"`` gives the tighter number.
+    relation : {"add_remove"}, default="add_remove"
+        The neighbouring relation of the reported epsilon: one record added or removed.
+        Replacement is refused: DP-SGD's steps are Poisson-subsampled, and the
+        accountant's subsampled analysis is the add/remove one.
     """
 
     level = "sample"
 
     def __init__(self, noise_multiplier: float = 1.0, clip: float = 1.0,
-                 delta: float = 1e-5, accounting: str = "rdp"):
+                 delta: float = 1e-5, accounting: str = "rdp", relation: str = "add_remove"):
         self.noise_multiplier = noise_multiplier
         self.clip = clip
         self.delta = delta
         self.accounting = accounting
+        self.relation = relation
         self.check()
+
+    def check(self) -> None:
+        """Validate the parameters: a ValueError (or TypeError) naming the bad one."""
+        super().check()
+        if self.relation == "replace":
+            raise ValueError(
+                "relation='replace' for SampleLevelDP: DP-SGD's steps are Poisson-"
+                "subsampled, and the accountant's analysis of them is the add/remove one; "
+                "use relation='add_remove' (one record added or removed)")
 
     @staticmethod
     def sample_rate(n: int, batch_size: int) -> float:
@@ -340,6 +495,6 @@ class SampleLevelDP(_ModelDP):
         dict
             The event for its accountant (the engine adds the round).
         """
-        return {"mechanism": "gaussian", "noise_multiplier": float(self.noise_multiplier),
+        return {"mechanism": "gaussian", "noise_multiplier": self.accounted_multiplier,
                 "sample_rate": self.sample_rate(n, batch_size), "count": int(steps),
                 "channel": "model"}
