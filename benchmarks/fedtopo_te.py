@@ -1,11 +1,11 @@
 """Cost of FedTopo's topological alignment: TE forward + backward per batch of 32.
 
 Run: ``make benchmark`` (or ``.venv/bin/python benchmarks/fedtopo_te.py``). Everything
-is timed in this process, on one thread, and printed beside a baseline timed here too:
-the plain cross-entropy forward + backward of the whole Fashion-MNIST CNN on the same
-batch (one ordinary SGD step without TAL). For each CNN block (conv1: 6 maps of 24x24
-per image; conv2: 16 maps of 8x8) and each persistence backend installed (numba,
-cripser, gudhi) it prints the median over repeats of
+is timed in this process, on one thread (but the last line), and printed beside a
+baseline timed here too: the plain cross-entropy forward + backward of the whole
+Fashion-MNIST CNN on the same batch (one ordinary SGD step without TAL). For each CNN
+block (conv1: 6 maps of 24x24 per image; conv2: 16 maps of 8x8) and each persistence
+backend installed (numba, cripser, gudhi) it prints the median over repeats of
 
 * the cubical persistence of all maps of the batch (``batch_pairs``), and its speed-up
   over cripser (the fastest library before the numba backend),
@@ -17,8 +17,11 @@ backward (the convolution, which any TAL step pays), sorting the pixels, the
 union-find, gathering the pairs' values, the persistence images (forward) and the
 autograd backward through them. All timings are of warm calls: numba compiles its
 kernel once per machine (cached on disk), and the first call of a fresh process only
-loads it; both costs are printed first. Images come from Fashion-MNIST when the Debian
-package is installed, else from scikit-learn's digits upscaled to 28x28 (same shapes).
+loads it; both costs are printed first. The last line times the union-find kernel
+on a conv1 batch with one thread and with one per core (the batch split into runs of
+maps, the pairs identical), with the machine's load average. Images come from
+Fashion-MNIST when the Debian package is installed, else from scikit-learn's digits
+upscaled to 28x28 (same shapes).
 """
 
 from __future__ import annotations
@@ -36,9 +39,14 @@ import torch
 from topofl_lib.deep import load_image_dataset, make_model
 from topofl_lib.fedtopo import TopologicalEmbedding
 from topofl_lib.topology.cubical import batch_pairs, gather_values, resolve_backend
-from topofl_lib.topology.cubical_unionfind import pairs_batch, sorted_keys
+from topofl_lib.topology.cubical_unionfind import (
+    pairs_batch,
+    set_persistence_threads,
+    sorted_keys,
+)
 
 torch.set_num_threads(1)
+set_persistence_threads(1)  # every timing above the last section is of one thread
 REPEATS = 21
 
 FIRST_CALL = """
@@ -167,6 +175,23 @@ def main() -> None:
             print(f"    {name:38} {1e3 * sec:7.2f} ms {sec / base:6.2f}x")
         print(f"    {'sum':38} {1e3 * sum(parts.values()):7.2f} ms "
               f"{sum(parts.values()) / base:6.2f}x")
+    multi_core(net, x)
+
+
+def multi_core(net, x) -> None:
+    """The numba kernel on one core against every core, for a conv1 batch (same pairs)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    with torch.no_grad():
+        acts = net.block_output(x, "conv1")
+    maps = acts.reshape(-1, *acts.shape[2:]).numpy()
+    one = median_time(lambda: pairs_batch(maps, n_threads=1))
+    every = median_time(lambda: pairs_batch(maps, n_threads=cores))
+    same = all(np.array_equal(a, b) for a, b in zip(
+        pairs_batch(maps, n_threads=1), pairs_batch(maps, n_threads=cores), strict=True))
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"persistence of the conv1 batch ({maps.shape[0]} maps), numba kernel: "
+          f"{1e3 * one:.2f} ms on 1 core, {1e3 * every:.2f} ms on {cores} "
+          f"({one / every:.2f}x; the same pairs: {same}); load average {load:.2f}")
 
 
 if __name__ == "__main__":

@@ -164,3 +164,42 @@ def test_errors_and_empty_maps():
 def test_cripser_refuses_lines():
     with pytest.raises(ValueError, match="at least 2x2 for backend 'cripser'"):
         cubical_pairs(np.zeros((1, 1, 5)), "cripser")
+
+
+@pytest.mark.parametrize("dims", [(0, 1), (0,), (1,)])
+def test_any_thread_count_gives_the_serial_pairs_bit_for_bit(dims):
+    """Issue 47: the batch is split into contiguous runs of maps, one thread each; every
+    map's pairs depend on that map alone, so the result equals the one-thread result
+    exactly, ties and empty maps included, for any number of threads (more threads than
+    maps too)."""
+    rng = np.random.default_rng(5)
+    maps = rng.integers(0, 6, size=(37, 9, 11)).astype(np.float32)  # many ties
+    maps[4] = 0.0  # a constant map: no finite pair
+    serial = pairs_batch(maps, dims, n_threads=1)
+    for threads in (2, 3, 4, 64):
+        got = pairs_batch(maps, dims, n_threads=threads)
+        for a, b in zip(got, serial, strict=True):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
+    empty = pairs_batch(np.zeros((0, 4, 4), np.float32), dims, n_threads=3)
+    assert empty[0].shape == (0,) and empty[1].shape == (0, 3)
+
+
+def test_the_default_thread_count_is_set_and_checked():
+    from topofl_lib.topology.cubical_unionfind import (
+        persistence_threads,
+        set_persistence_threads,
+    )
+
+    try:
+        set_persistence_threads(3)
+        assert persistence_threads() == 3
+        maps = np.random.default_rng(0).random((8, 6, 6))
+        assert all(np.array_equal(a, b) for a, b in zip(
+            pairs_batch(maps), pairs_batch(maps, n_threads=1), strict=True))
+        with pytest.raises(ValueError, match="n_threads must be >= 1, got 0"):
+            set_persistence_threads(0)
+    finally:
+        set_persistence_threads(None)
+    import numba
+
+    assert persistence_threads() == numba.config.NUMBA_NUM_THREADS

@@ -51,7 +51,8 @@ DISTRIBUTION = "topofl"
 #: The environment record's file name, in a results folder.
 ENVIRONMENT_FILE = "environment.json"
 #: Environment variables that set how many threads the numerical libraries use.
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                    "NUMBA_NUM_THREADS")
 #: Folders whose changes do not make the code dirty (reproduce writes them itself).
 OUTPUT_FOLDERS = ("figures", "results")
 

@@ -20,6 +20,7 @@ from typing import Any
 from distributed import WorkerPlugin
 
 from ..core.device import device_kind, pin_device, pinned_device
+from .threads import one_thread_each
 
 __all__ = ["DEVICE_VARIABLE", "DevicePinning", "run_pinned"]
 
@@ -68,9 +69,7 @@ class DevicePinning(WorkerPlugin):
         worker : distributed.Worker
             The worker.
         """
-        import torch
-
-        torch.set_num_threads(1)
+        one_thread_each()
         pin_device(self.device_for(worker.address))
 
 

@@ -41,6 +41,7 @@ from typing import Any, ClassVar
 from .._validation import check_int
 from ..core.device import check_device, pin_device, pinned_device
 from ..core.optional import require
+from .threads import one_thread_each
 
 __all__ = ["DASK_SCHEMES", "DaskExecutor", "Executor", "ProcessExecutor", "SerialExecutor",
            "make_executor"]
@@ -157,11 +158,9 @@ _QUEUES: list = []  # in a spawned worker: the shared (calls, results) queues
 
 
 def _start_worker(devices, calls=None, results=None) -> None:
-    """A worker process's initializer: one torch thread, the next device of the queue, and
-    the shared queues it takes calls from (see :func:`_serve`)."""
-    import torch
-
-    torch.set_num_threads(1)
+    """A worker process's initializer: one torch and one persistence thread, the next
+    device of the queue, and the shared queues it takes calls from (see :func:`_serve`)."""
+    one_thread_each()
     pin_device(devices.get(timeout=60))
     _QUEUES[:] = [calls, results]
 

@@ -38,10 +38,13 @@ is the whole computation for a batch.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numba
 import numpy as np
 
-__all__ = ["pairs_batch", "pixel_order", "sorted_keys"]
+__all__ = ["pairs_batch", "persistence_threads", "pixel_order", "set_persistence_threads",
+           "sorted_keys"]
 
 @numba.njit(cache=True, nogil=True)
 def _float32_keys(flat):  # pragma: no cover - compiled
@@ -219,9 +222,59 @@ def _kernel(values, keys, H, W, dims, out_map, out_pairs, rep4, rep8,
     return count
 
 
-def pairs_batch(maps: np.ndarray, dims=(0, 1), keys: np.ndarray | None = None
-                ) -> tuple[np.ndarray, np.ndarray]:
+def persistence_threads() -> int:
+    """The threads :func:`pairs_batch` spreads a batch over when not told: the value of
+    :func:`set_persistence_threads`, else numba's thread count (``NUMBA_NUM_THREADS``,
+    by default the machine's cores).
+
+    Returns
+    -------
+    int
+    """
+    return _THREADS[0] if _THREADS else int(numba.config.NUMBA_NUM_THREADS)
+
+
+def set_persistence_threads(n_threads: int | None) -> None:
+    """Set how many threads :func:`pairs_batch` uses (``None``: numba's thread count).
+
+    The runner's worker processes set 1: each already has a core of its own.
+
+    Parameters
+    ----------
+    n_threads : int or None
+        At least 1.
+    """
+    from .._validation import check_int
+
+    _THREADS[:] = [] if n_threads is None else [check_int(n_threads, "n_threads", low=1)]
+
+
+_THREADS: list[int] = []
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+
+
+def _pool(n_threads: int) -> ThreadPoolExecutor:
+    if n_threads not in _POOLS:  # kept: a TE step calls this every local step
+        _POOLS[n_threads] = ThreadPoolExecutor(n_threads, thread_name_prefix="persistence")
+    return _POOLS[n_threads]
+
+
+def _chunk_pairs(flat, keys, H, W, want):
+    """The compiled kernel on a contiguous run of maps (it releases the GIL)."""
+    n = flat.shape[0]
+    out_map = np.empty(n * H * W, np.int64)
+    out_pairs = np.empty((n * H * W, 3), np.int64)
+    count = _kernel(flat, keys, H, W, want, out_map, out_pairs, _REP4, _REP8, _LOWEST_BIT)
+    return out_map[:count], out_pairs[:count]
+
+
+def pairs_batch(maps: np.ndarray, dims=(0, 1), keys: np.ndarray | None = None,
+                n_threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Finite persistence pairs of every map of a batch, as pixel indices.
+
+    The maps are split into ``n_threads`` contiguous runs, each computed by the compiled
+    kernel in a thread of its own (the kernel releases the GIL); each map's pairs depend
+    on that map alone, so the result is identical, bit for bit, for any thread count.
 
     Parameters
     ----------
@@ -231,6 +284,8 @@ def pairs_batch(maps: np.ndarray, dims=(0, 1), keys: np.ndarray | None = None
         Homology degrees to compute, a subset of ``(0, 1)``.
     keys : ndarray or None
         :func:`sorted_keys` of the flattened maps, if already computed.
+    n_threads : int or None
+        Threads (``None``: :func:`persistence_threads`); never more than the maps.
 
     Returns
     -------
@@ -244,7 +299,13 @@ def pairs_batch(maps: np.ndarray, dims=(0, 1), keys: np.ndarray | None = None
     if keys is None:
         keys = sorted_keys(flat)
     want = np.array([0 in dims, 1 in dims], dtype=np.bool_)
-    out_map = np.empty(n * H * W, np.int64)
-    out_pairs = np.empty((n * H * W, 3), np.int64)
-    count = _kernel(flat, keys, H, W, want, out_map, out_pairs, _REP4, _REP8, _LOWEST_BIT)
-    return out_map[:count].copy(), out_pairs[:count].copy()
+    threads = min(persistence_threads() if n_threads is None else n_threads, max(n, 1))
+    if threads <= 1:
+        out_map, out_pairs = _chunk_pairs(flat, keys, H, W, want)
+        return out_map.copy(), out_pairs.copy()
+    bounds = np.linspace(0, n, threads + 1).astype(np.int64)
+    runs = list(zip(bounds[:-1], bounds[1:], strict=True))
+    parts = list(_pool(threads).map(
+        lambda ab: _chunk_pairs(flat[ab[0]:ab[1]], keys[ab[0]:ab[1]], H, W, want), runs))
+    out_map = np.concatenate([m + a for (a, _), (m, _) in zip(runs, parts, strict=True)])
+    return out_map, np.concatenate([p for _, p in parts])
