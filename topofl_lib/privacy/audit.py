@@ -33,6 +33,14 @@ A bound of 0 says the attack certifies nothing; a bound near the accounted epsil
 the accounting is tight for that attack. :func:`gaussian_mechanism_audit` runs the
 strongest attack on one Gaussian release (the worst-case pair of neighbouring inputs,
 where a threshold on the output is the optimal test), the positive control of the audit.
+It simulates the Gaussian; :func:`client_dp_audit` plays the same game through the
+package's own code instead (:meth:`~topofl_lib.privacy.ClientLevelDP.noisy_sum`: its
+clipping, its noise and where that noise is drawn), under the option's neighbouring
+relation, and reports beside its bound the accounted epsilon and the most its design
+could certify (:func:`design_epsilon`). Measured with 20,000 trials: a round without
+noise certifies 7.2 (the design's ceiling); the noise at a tenth, or the clipping off,
+certify 6.75 against an accounted 2.00; the correct mechanism stays below its accounted
+epsilon at z = 0.5, 1 and 2, with each noise placement and relation (``tests``).
 """
 
 from __future__ import annotations
@@ -45,7 +53,8 @@ from scipy.stats import beta as beta_distribution
 from .._validation import as_float_array, check_int, check_random_state, check_real
 from .accounting import PrivacyAccountant, check_delta
 
-__all__ = ["AUDIT_FIELDS", "clopper_pearson", "empirical_epsilon", "epsilon_from_rates",
+__all__ = ["AUDIT_FIELDS", "client_dp_audit", "clopper_pearson", "design_epsilon",
+           "empirical_epsilon", "epsilon_from_rates",
            "gaussian_mechanism_audit", "held_out_epsilon"]
 
 #: The keys of an audit's result (:func:`empirical_epsilon`, :func:`held_out_epsilon`).
@@ -284,3 +293,97 @@ def gaussian_mechanism_audit(noise_multiplier: float, delta: float, *, n_trials:
     out = held_out_epsilon(releases, members, delta, alpha=alpha, random_state=rng)
     accounted = PrivacyAccountant().gaussian(z).epsilon(delta)
     return {**out, "epsilon": accounted if math.isfinite(accounted) else math.inf}
+
+
+def design_epsilon(n_members: int, n_nonmembers: int, delta: float,
+                   alpha: float = 0.05) -> float:
+    """The largest epsilon an audit of this many trials can certify: its bound when the
+    attack separates members from non-members perfectly (TPR 1, FPR 0 measured).
+
+    Parameters
+    ----------
+    n_members, n_nonmembers : int
+        The trials the bound is computed on (the held-out half of
+        :func:`held_out_epsilon`).
+    delta : float
+        The delta, in (0, 1).
+    alpha : float, default=0.05
+        The bound's failure probability.
+
+    Returns
+    -------
+    float
+    """
+    m = check_int(n_members, "n_members", low=1)
+    k = check_int(n_nonmembers, "n_nonmembers", low=1)
+    alpha = _check_alpha(alpha)
+    return float(epsilon_from_rates(clopper_pearson(m, m, alpha / 2, "lower"),
+                                    clopper_pearson(0, k, alpha / 2, "upper"),
+                                    check_delta(delta)))
+
+
+def client_dp_audit(dp, delta: float | None = None, *, n_trials: int = 20_000,
+                    n_clients: int = 4, dim: int = 8, alpha: float = 0.05,
+                    random_state=None) -> dict:
+    """Audit one round of client-level DP through the package's own clipping and noise.
+
+    The game of ``dp.relation``: every trial runs ``dp.noisy_sum`` (and so, with
+    ``noise="distributed"`` or ``"local"``, each client's own noise) on ``n_clients - 1``
+    fixed updates and, in the member trials, a canary client whose update points along
+    the first axis with 10 times the clip (the clipping must bring it back to the clip);
+    under ``"replace"`` the non-member trials have the canary's opposite instead of no
+    canary. The canary takes part with probability ``dp.sample_rate`` (the round's
+    Poisson sampling). The attack scores each release by its first coordinate (the most
+    powerful test for a Gaussian release), and :func:`held_out_epsilon` bounds epsilon.
+
+    A correct mechanism stays below the accounted epsilon of the round; a mechanism whose
+    noise is too small, or whose clipping is off, certifies more than it accounts.
+
+    Parameters
+    ----------
+    dp : ClientLevelDP
+        The option audited (its noise placement and relation included).
+    delta : float, optional
+        The delta (default ``dp.delta``).
+    n_trials : int, default=20000
+        Releases (>= 8), half with the canary.
+    n_clients : int, default=4
+        The clients of the round with the canary (>= 2).
+    dim : int, default=8
+        The updates' dimension.
+    alpha : float, default=0.05
+        The bound fails with probability at most ``alpha``.
+    random_state : None, int or Generator
+        Draws the updates, the noise and the split.
+
+    Returns
+    -------
+    dict
+        :data:`AUDIT_FIELDS`, ``epsilon`` (the accountant's epsilon of the round) and
+        ``design_epsilon`` (the most this design can certify, :func:`design_epsilon`).
+    """
+    delta = check_delta(dp.delta if delta is None else delta)
+    check_int(n_trials, "n_trials", low=8)
+    n = check_int(n_clients, "n_clients", low=2)
+    d = check_int(dim, "dim", low=1)
+    rng = check_random_state(random_state)
+    others = rng.normal(size=(n - 1, d))
+    others *= 0.5 * dp.clip / np.linalg.norm(others, axis=1, keepdims=True)
+    canary = np.zeros(d)
+    canary[0] = 10.0 * dp.clip
+    members = np.arange(n_trials) % 2 == 0
+    scores = np.empty(n_trials)
+    for t, member in enumerate(members):
+        present = bool(dp.participants(1, rng)[0])
+        if member and present:
+            updates = np.vstack([others, canary])
+        elif dp.relation == "replace" and present:
+            updates = np.vstack([others, -canary])
+        else:
+            updates = others
+        scores[t] = dp.noisy_sum(updates, np.ones(len(updates)), rng)[0]
+    out = held_out_epsilon(scores, members, delta, alpha=alpha, random_state=rng)
+    accounted = dp.accountant().record({**dp.round_event(), "round": 1}).epsilon(delta)
+    return {**out, "epsilon": accounted,
+            "design_epsilon": design_epsilon(out["n_members"], out["n_nonmembers"], delta,
+                                             alpha)}
