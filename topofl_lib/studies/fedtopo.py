@@ -15,10 +15,11 @@ from ..fedtopo.screening import TopologyGuidedBlockScreening
 from ..results import load_paper_claims
 from .common import percent
 
-__all__ = ["HYPERPARAMETER_PROBES", "NSKEW_READINGS", "PERSONAL_PARTITIONS", "SCHEDULE_KEYS",
-           "TABLE1_METHODS", "TABLE2_BLOCKS", "TABLE4_SETTINGS", "block_table", "claim_notes",
-           "fedtopo_claim_values", "fedtopo_text_claims", "nskew_claim_values", "pixel_noise_sd",
-           "table1_variants",
+__all__ = ["HYPERPARAMETER_PROBES", "NSKEW_READINGS", "PERSONAL_PARTITIONS", "READINGS",
+           "SCHEDULE_KEYS", "TABLE1_METHODS", "TABLE2_BLOCKS", "TABLE4_SETTINGS", "block_table",
+           "claim_notes",
+           "decoupled_readings", "fedtopo_claim_values", "fedtopo_text_claims",
+           "local_test_variants", "nskew_claim_values", "pixel_noise_sd", "table1_variants",
            "table4_claim_values", "tgbs_over_seeds"]
 
 #: FedTopo Table 1's sixteen methods, in the paper's row order.
@@ -195,6 +196,80 @@ def table1_variants(partition: str, methods, local_epochs: int, fedtopo: dict,
             ["FedTopo"], local_epochs=local_epochs, fedtopo=fedtopo,
             schedule={**schedule, "alpha_max": 100.0})["FedTopo"]
     return variants
+
+
+def local_test_variants(local_epochs: int) -> dict:
+    """FedPAC and FedCCFA scored as their authors score them: each client's own model.
+
+    Run on a scenario built with ``test="local"`` (each client's test images drawn with
+    its own training label proportions, :func:`~topofl_lib.deep.make_image_scenario`),
+    these are the reading of their reference code, beside Table 1's global model.
+
+    Parameters
+    ----------
+    local_epochs : int
+        Local epochs per round.
+
+    Returns
+    -------
+    dict
+        ``{label: (method name, params)}`` of the two ``"(personal models)"`` labels.
+    """
+    from ..deep.experiments import DECOUPLED_LABELS, PERSONAL, deep_variants
+
+    return deep_variants([f"{m}{PERSONAL}" for m in DECOUPLED_LABELS],
+                         local_epochs=local_epochs)
+
+
+#: The three readings of a decoupled method (FedPAC, FedCCFA) in
+#: :func:`decoupled_readings`, in the order they are shown.
+READINGS = ("global model, global test set (Table 1's caption)",
+            "own models, global test set",
+            "own models, own label distribution (the authors' code)")
+
+
+def decoupled_readings(final: pd.DataFrame, local_final: pd.DataFrame) -> pd.DataFrame:
+    """FedPAC's and FedCCFA's accuracy under three readings, beside the paper's Table 1.
+
+    Parameters
+    ----------
+    final : pandas.DataFrame
+        Table 1's ``final`` table (labels ``"FedPAC"`` and ``"FedPAC (personal models)"``
+        ...), ``accuracy`` as a fraction, with ``partition``.
+    local_final : pandas.DataFrame
+        The ``final`` table of :func:`local_test_variants` on ``test="local"`` scenarios.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per partition, method and reading (:data:`READINGS`): ``mean`` and ``std``
+        in percent over ``n_seeds``, the paper's Table 1 value (``paper``) and the
+        difference; ``closest`` marks, per partition and method, the reading nearest the
+        paper's value.
+    """
+    from ..deep.experiments import DECOUPLED_LABELS, PERSONAL
+
+    paper = load_paper_claims()["value"]
+    rows = []
+    for method in DECOUPLED_LABELS:
+        sources = ((final, method, READINGS[0]), (final, method + PERSONAL, READINGS[1]),
+                   (local_final, method + PERSONAL, READINGS[2]))
+        for table, label, reading in sources:
+            for letter, g in table[table["method"] == label].groupby("partition"):
+                acc = percent(g)
+                cid = f"fedtopo.t1.fmnist.{letter}.{METHOD_KEYS[method]}"
+                rows.append({"partition": letter, "method": method, "reading": reading,
+                             "mean": float(np.nanmean(acc)),
+                             "std": float(np.nanstd(acc, ddof=1)) if acc.size > 1 else np.nan,
+                             "n_seeds": int(np.isfinite(acc).sum()),
+                             "paper": float(paper.get(cid, np.nan))})
+    out = pd.DataFrame(rows, columns=["partition", "method", "reading", "mean", "std",
+                                      "n_seeds", "paper"])
+    out["difference"] = out["mean"] - out["paper"]
+    gap = out["difference"].abs()
+    nearest = gap.groupby([out["partition"], out["method"]]).transform("min")
+    out["closest"] = gap.eq(nearest) & gap.notna()
+    return out.sort_values(["method", "partition"], kind="stable").reset_index(drop=True)
 
 
 def claim_notes(ids, dataset, n_rounds: int, local_epochs: int, tal_every: int
