@@ -410,8 +410,13 @@ def test_the_dp_sentence_renders_the_published_dp_rows(tmp_path):
     pd.concat([rows, pd.DataFrame([clear])]).to_csv(tmp_path / "claims.csv", index=False)
     text = SECTIONS["ptopofl_dp_cost"](tmp_path)
     assert "a target of ε = 10 per client" in text and "spends ε = 10.00 per client" in text
-    assert "changes the final AUC by -0.123 ± 0.046" in text
-    assert "paired over 20 seeds; 0.842 without DP, 0.719 with it; `cpu` profile" in text
+    # the spread labelled: the sd over seeds, and the 95% t-interval of the paired mean
+    # difference, -0.1234 -+ t(0.975, 19) * 0.0456 / sqrt(20) = -0.1234 -+ 0.0213
+    assert ("changes the final AUC by -0.123 (private minus non-private, paired over 20 "
+            "seeds: standard deviation 0.046, 95% t-interval of the mean difference -0.145 "
+            "to -0.102; 0.842 without DP, 0.719 with it; `cpu` profile)") in text
+    assert "(neighbouring federations: one client added or removed)" in text
+    assert "not against the server itself" in text  # the adversary, named
 
 
 def test_coverage_section_counts_the_published_claims(tmp_path):
