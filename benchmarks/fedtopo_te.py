@@ -175,11 +175,12 @@ def main() -> None:
             print(f"    {name:38} {1e3 * sec:7.2f} ms {sec / base:6.2f}x")
         print(f"    {'sum':38} {1e3 * sum(parts.values()):7.2f} ms "
               f"{sum(parts.values()) / base:6.2f}x")
-    multi_core(net, x)
+    multi_core(net, x, y, base)
 
 
-def multi_core(net, x) -> None:
-    """The numba kernel on one core against every core, for a conv1 batch (same pairs)."""
+def multi_core(net, x, y, base: float) -> None:
+    """The numba kernel on one core against every core, for a conv1 batch (same pairs),
+    and the conv1 TE step with the persistence on every core against the plain step."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     with torch.no_grad():
         acts = net.block_output(x, "conv1")
@@ -188,10 +189,24 @@ def multi_core(net, x) -> None:
     every = median_time(lambda: pairs_batch(maps, n_threads=cores))
     same = all(np.array_equal(a, b) for a, b in zip(
         pairs_batch(maps, n_threads=1), pairs_batch(maps, n_threads=cores), strict=True))
+    te = TopologicalEmbedding().fit(acts)
+    target = te.embed(acts)
+
+    def te_step():
+        net.zero_grad()
+        ((te.embed(net.block_output(x, "conv1")) - target) ** 2).sum(1).mean().backward()
+
+    set_persistence_threads(cores)
+    try:
+        step = median_time(te_step)
+    finally:
+        set_persistence_threads(1)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"persistence of the conv1 batch ({maps.shape[0]} maps), numba kernel: "
           f"{1e3 * one:.2f} ms on 1 core, {1e3 * every:.2f} ms on {cores} "
-          f"({one / every:.2f}x; the same pairs: {same}); load average {load:.2f}")
+          f"({one / every:.2f}x; the same pairs: {same}); conv1 TE fwd+bwd with it on "
+          f"{cores} cores {1e3 * step:.2f} ms, {step / base:.2f}x the plain step (torch on "
+          f"one thread); load average {load:.2f}")
 
 
 if __name__ == "__main__":
