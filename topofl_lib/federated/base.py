@@ -241,8 +241,6 @@ class FederatedAlgorithm(BaseEstimator):
             raise ValueError(f"model_dp={dp!r} clips per-example gradients of the "
                              f"learner's loss, but {type(self).__name__} adds its own "
                              "data-dependent term to the gradient")
-        if dp.level == "sample" and self.standardise is True:
-            raise ValueError(_STANDARDISED_SAMPLE_DP.format(dp=dp))
         if dp.level == "client" and not self._client_dp:
             raise ValueError(f"model_dp={dp!r} replaces the server's rule by DP-FedAvg's "
                              f"noisy sum, which {type(self).__name__} does not run (its "
@@ -442,8 +440,9 @@ class FederatedAlgorithm(BaseEstimator):
         self.scenario_ = scenario
         dp = self._model_dp
         if dp is not None and dp.level == "sample" and self.evaluation_["standardise"]:
-            raise ValueError(_STANDARDISED_SAMPLE_DP.format(dp=dp) + " (the scenario asks "
-                             "for standardise=True; pass standardise=False)")
+            asked = ("" if self.standardise else " (the scenario asks for standardise=True; "
+                     "pass standardise=False)")
+            raise ValueError(_STANDARDISED_SAMPLE_DP.format(dp=dp) + asked)
         if self.evaluation_["standardise"]:
             scenario = standardise_clients(scenario)
         self._rng = check_random_state(self.random_state)
