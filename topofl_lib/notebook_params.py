@@ -877,8 +877,9 @@ NOTEBOOKS: dict[str, Notebook] = {
                 "epsilons": [0.1, 1.0, 10.0, 100.0, 1000.0],
                 "deep_methods": ["pTopoFL", "pTopoFL-MA", "FedAvg", "Median", "TrimmedMean",
                                  "Krum"]},
-        # quick: 5 rounds of the 10 (the suite's time)
+        # quick: 5 rounds of the 10 and the label flip alone (the suite's time)
         quick={"n_seeds": 2, "n_rounds": 5, "rates": [0.0, 0.3, 0.5], "epsilons": [1.0, 100.0],
+               "attacks": ["label_flip"],
                "attack_seeds": 1, "attack_clients": 1, "descriptor_iters": 20,
                "mia_targets": 4, "mia_shadows": 3, "deep_seeds": 1, "deep_rounds": 2,
                "deep_n_train": 1500, "deep_n_test": 500},
