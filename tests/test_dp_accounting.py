@@ -145,7 +145,7 @@ def test_calibrated_noise_spends_the_target(kind, q):
 
 def test_a_dp_fedavg_run_is_accounted_as_the_library_composes_its_rounds():
     scenario = make_healthcare(n_clients=4, n_adversarial=0, random_state=0)
-    dp = ClientLevelDP(noise_multiplier=1.3, clip=0.5, sample_rate=0.5)
+    dp = ClientLevelDP(noise_multiplier=1.3, clip=0.5, sample_rate=0.5, noise="central")
     est = FedAvg(n_rounds=3, model_dp=dp, random_state=0).fit(scenario)
     for r in range(1, 4):
         expected = by_hand("prv", [(1.3, 0.5)] * r)

@@ -105,7 +105,7 @@ def test_a_noiseless_round_moves_the_model_by_at_most_the_bound(healthcare):
 def test_server_noise_has_the_calibrated_scale():
     """Zero updates: the noisy sum is the noise alone, N(0, (zC)^2) per coordinate; the
     round's mean update divides it by the expected number of clients q K."""
-    dp = ClientLevelDP(noise_multiplier=1.7, clip=0.3, sample_rate=0.5)
+    dp = ClientLevelDP(noise_multiplier=1.7, clip=0.3, sample_rate=0.5, noise="central")
     rng = np.random.default_rng(2)
     draws = np.concatenate([dp.noisy_sum(np.zeros((4, 1000)), np.ones(4), rng)
                             for _ in range(40)])
@@ -140,12 +140,13 @@ def test_poisson_batches_have_the_sampling_rate():
 
 RUNS = {
     "client": lambda seed: FedAvg(n_rounds=3, random_state=seed, model_dp=ClientLevelDP(
-        noise_multiplier=0.8, clip=0.5, sample_rate=0.6)),
+        noise_multiplier=0.8, clip=0.5, sample_rate=0.6, noise="central")),
     "sample": lambda seed: FedProx(n_rounds=2, random_state=seed, model_dp=SampleLevelDP(
         noise_multiplier=0.8, clip=0.5)),
     "ptopofl": lambda seed: PTopoFL(
         n_rounds=2, random_state=seed, descriptor_mechanism=GaussianMechanism(2.0),
-        model_dp=ClientLevelDP(noise_multiplier=0.8, clip=0.5, sample_rate=0.7)),
+        model_dp=ClientLevelDP(noise_multiplier=0.8, clip=0.5, sample_rate=0.7,
+                               noise="local")),
 }
 
 
@@ -161,7 +162,7 @@ def test_a_seed_fixes_every_number(healthcare, kind):
 
 def test_client_sampling_trains_only_the_sampled_clients(healthcare):
     """One round from the zero model: a client not sampled returns it unchanged."""
-    dp = ClientLevelDP(sample_rate=0.5)
+    dp = ClientLevelDP(sample_rate=0.5, noise="central")  # sampled: m unknown beforehand
     trained = []
     for seed in range(6):
         est = FedAvg(n_rounds=1, random_state=seed, model_dp=dp).fit(healthcare)
@@ -261,8 +262,11 @@ def test_each_round_logs_the_epsilon_of_the_history(healthcare, caplog):
     for r, line in enumerate(lines):
         assert line.startswith(f"PTopoFL round {r + 1}/3: epsilon {h['epsilon'][r]:.4g} ")
         assert f"(descriptor {h['epsilon_descriptor'][r]:.4g}, " in line
-        assert f"model {h['epsilon_model'][r]:.4g}; against the server inf)" in line
-        assert "add_remove neighbours" in line  # central noise: the server sees each update
+        # distributed noise (the default): each update reaches the server with its share
+        assert f"model {h['epsilon_model'][r]:.4g}; against the server " \
+               f"{h['epsilon_server'][r]:.4g})" in line
+        assert h["epsilon"][r] < h["epsilon_server"][r] < math.inf
+        assert "add_remove neighbours" in line
         assert line.endswith(f"the largest over {len(healthcare.clients)} clients")
     caplog.clear()
     FedAvg(n_rounds=2, random_state=0).fit(healthcare)  # no model_dp: no accountant, no line
@@ -475,7 +479,7 @@ def test_network_per_example_gradients_are_clipped_autograd_gradients(digits):
 
 def test_networks_train_under_both_options_and_a_seed_fixes_them(digits):
     for dp in (SampleLevelDP(noise_multiplier=0.5, clip=1.0),
-               ClientLevelDP(noise_multiplier=0.5, clip=1.0, sample_rate=0.7)):
+               ClientLevelDP(noise_multiplier=0.5, clip=1.0, sample_rate=0.7, noise="central")):
         a, b = _network(model_dp=dp).fit(digits), _network(model_dp=dp).fit(digits)
         np.testing.assert_array_equal(a.coef_, b.coef_)
         np.testing.assert_array_equal(a.history_["client_epsilon"],

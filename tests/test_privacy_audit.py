@@ -34,7 +34,8 @@ from topofl_lib.privacy import (
     membership_inference,
 )
 from topofl_lib.privacy.attacks import release_map
-from topofl_lib.privacy.audit import client_dp_audit, design_epsilon
+from topofl_lib.privacy.audit import client_dp_audit, descriptor_audit, design_epsilon
+from topofl_lib.privacy.defects import DEFECTS, planted_defect
 from topofl_lib.topology.distances import normalise_descriptors
 
 # -- Clopper-Pearson ------------------------------------------------------------------
@@ -250,22 +251,6 @@ def test_bad_input_is_named(call, error, match):
 
 # -- the audit of the package's own mechanism (issue 45) ------------------------------
 
-class _TooLittleNoise(ClientLevelDP):
-    """A planted defect: the noise drawn is a tenth of the noise accounted."""
-
-    @property
-    def noise_scale(self):
-        return super().noise_scale / 10
-
-
-class _NoClipping(ClientLevelDP):
-    """A planted defect: the updates are summed unclipped (the noise is right)."""
-
-    def noisy_sum(self, updates, weights, rng):
-        updates = np.asarray(updates, dtype=np.float64)
-        return updates.sum(axis=0) + rng.normal(scale=self.noise_scale, size=updates.shape[1])
-
-
 def test_the_audit_certifies_a_non_private_round_and_says_what_it_could_certify():
     """(a) Without noise the canary is always seen: the audit certifies the most its design
     can (20,000 trials: 7.2), far above 4; the design's ceiling is printed beside it."""
@@ -276,21 +261,55 @@ def test_the_audit_certifies_a_non_private_round_and_says_what_it_could_certify(
         design_epsilon(out["n_members"], out["n_nonmembers"], 1e-5))
 
 
-@pytest.mark.parametrize("defect", [_TooLittleNoise, _NoClipping])
-def test_a_planted_defect_certifies_more_than_it_accounts(defect):
+@pytest.mark.parametrize("noise", ["central", "distributed"])
+@pytest.mark.parametrize("defect", DEFECTS)
+def test_a_planted_defect_certifies_more_than_it_accounts(defect, noise):
     """(b) The noise at a tenth, or the clipping off: the audit, run through the
     mechanism's own code, certifies an epsilon above the accounted one, so the check
-    "no audit bound above the accounted epsilon" can fail."""
-    out = client_dp_audit(defect(noise_multiplier=2.0), random_state=0)
+    "no audit bound above the accounted epsilon" can fail. The defect accounts as the
+    correct option does."""
+    correct = ClientLevelDP(noise_multiplier=2.0, noise=noise)
+    broken = planted_defect(correct, defect)
+    assert broken.get_params() == correct.get_params()
+    out = client_dp_audit(broken, random_state=0)
+    assert out["epsilon"] == client_dp_audit(correct, random_state=0)["epsilon"]
     assert out["epsilon_lb"] > 2 * out["epsilon"]  # 6.75 against 2.00, measured
 
 
+def test_planted_defect_refuses_what_it_cannot_break():
+    with pytest.raises(ValueError, match="unknown defect 'noise/2'"):
+        planted_defect(ClientLevelDP(), "noise/2")
+    with pytest.raises(TypeError, match="dp must be a ClientLevelDP"):
+        planted_defect(GaussianMechanism(1.0), "noise/10")
+
+
+@pytest.mark.parametrize("epsilon", [0.3, 1.0, 10.0])
+def test_a_descriptor_release_audited_through_its_own_code_stays_below(epsilon):
+    """The descriptor mechanism's own release (its clipping to the unit sphere, its
+    noise) on two antipodal canaries: below the accounted epsilon, and not vacuous at
+    the larger targets; a mechanism with a tenth of the noise certifies more."""
+    mechanism = GaussianMechanism(epsilon)
+    out = descriptor_audit(mechanism, random_state=0)
+    # the PRV accountant's epsilon of the release: the calibrated one, up to its
+    # discretisation (0.31 at 0.3, 10.01 at 10)
+    assert out["epsilon_lb"] < out["epsilon"] == pytest.approx(epsilon, rel=0.05)
+    assert out["design_epsilon"] == pytest.approx(
+        design_epsilon(out["n_members"], out["n_nonmembers"], mechanism.delta))
+    if epsilon >= 1:
+        assert out["epsilon_lb"] > 0
+
+
+def test_descriptor_audit_refuses_other_mechanisms():
+    with pytest.raises(TypeError, match="mechanism must be a GaussianMechanism"):
+        descriptor_audit(ClientLevelDP())
+
+
 @pytest.mark.parametrize("dp", [ClientLevelDP(0.5), ClientLevelDP(1.0), ClientLevelDP(2.0),
-                                ClientLevelDP(1.0, noise="distributed"),
+                                ClientLevelDP(1.0, noise="central"),
                                 ClientLevelDP(1.0, noise="local"),
                                 ClientLevelDP(1.0, relation="replace"),
-                                ClientLevelDP(1.0, sample_rate=0.5)],
-                         ids=["z0.5", "z1", "z2", "distributed", "local", "replace", "q0.5"])
+                                ClientLevelDP(1.0, sample_rate=0.5, noise="central")],
+                         ids=["z0.5", "z1", "z2", "central", "local", "replace", "q0.5"])
 def test_the_correct_mechanism_stays_below_its_accounted_epsilon(dp):
     """(c) At every target, with each noise placement and relation, the bound the audit
     certifies lies below the accountant's epsilon of the round, and it is not vacuous:

@@ -121,13 +121,27 @@ def test_the_audit_never_certifies_more_than_is_accounted():
                                 canary_trials=4000, gradient_iters=5, attack_clients=1,
                                 progress=False)
     assert list(audit.columns) == list(AUDIT_COLUMNS)
-    assert set(audit["attack"]) == {"membership", "canary"}
+    assert set(audit["attack"]) == {"membership", "canary", "defect noise/10",
+                                    "defect no clipping"}
     assert (audit["epsilon_lb"] >= 0).all()
-    assert (audit["epsilon_lb"] <= audit["epsilon_release"]).all()
-    clear = audit[np.isinf(audit["target_epsilon"])]
-    assert set(clear["attack"]) == {"membership"}  # nothing to canary in the clear
-    canary = audit[audit["attack"] == "canary"].set_index(["channel", "target_epsilon"])
-    assert canary.loc[("gradient", 30.0), "epsilon_lb"] > 0  # the control certifies
+    planted = audit["attack"].str.startswith("defect")
+    correct = audit[~planted]
+    assert (correct["epsilon_lb"] <= correct["epsilon_release"]).all()
+    # the positive controls fire: every planted defect certifies more than it accounts
+    # (4,000 trials can certify 5.6, above the accounted 0.67 and 5.36 of one round)
+    assert set(audit.loc[planted, "target_epsilon"]) == {3.0, 30.0}
+    assert (audit.loc[planted, "epsilon_release"] < audit.loc[planted, "design_epsilon"]).all()
+    assert (audit.loc[planted, "epsilon_lb"] > audit.loc[planted, "epsilon_release"]).all()
+    clear = audit[np.isinf(audit["target_epsilon"])].set_index(["attack", "channel"])
+    assert set(clear.index) == {("membership", "gradient"), ("membership", "descriptor"),
+                                ("canary", "gradient")}
+    # without noise the canary certifies the most its trials can, far above 4
+    assert clear.loc[("canary", "gradient"), "epsilon_lb"] == pytest.approx(
+        clear.loc[("canary", "gradient"), "design_epsilon"])
+    assert clear.loc[("canary", "gradient"), "epsilon_lb"] >= 4
+    canary = correct[np.isfinite(correct["target_epsilon"])
+                     & correct["attack"].eq("canary")].set_index(["channel", "target_epsilon"])
+    assert canary.loc[("gradient", 30.0), "epsilon_lb"] > 0  # the canary certifies
     assert (canary["epsilon_release"] < canary.index.get_level_values(1)).all()
     closed = inversion[inversion["attack"] == "closed_form"].set_index("target_epsilon")
     assert closed.loc[math.inf, "recovered"] == 1.0
@@ -136,7 +150,11 @@ def test_the_audit_never_certifies_more_than_is_accounted():
     note = notes["topofl.dp.audit.mia.gradient.eps3.lb"]
     assert note.endswith("of 1 scenario realisation, pooled")
     assert {"topofl.dp.audit.canary.gradient.eps3.lb", "topofl.dp.audit.mia.descriptor.nodp.lb",
-            "topofl.dp.audit.mia.gradient.eps30.accounted"} <= set(values)
+            "topofl.dp.audit.mia.gradient.eps30.accounted",
+            "topofl.dp.audit.canary.gradient.nodp.lb",
+            "topofl.dp.audit.canary.gradient.nodp.design",
+            "topofl.dp.audit.defect_noise10.gradient.eps3.lb",
+            "topofl.dp.audit.defect_noclip.gradient.eps30.accounted"} <= set(values)
 
 
 @pytest.mark.parametrize("call, match", [

@@ -88,14 +88,18 @@ def test_adversary_values_per_budget():
 
 
 def test_audit_values():
-    aud = pd.DataFrame([("membership", "gradient", INF, 2.0, INF),
-                        ("membership", "descriptor", INF, 0.5, INF),
-                        ("membership", "gradient", 1.0, 0.1, 0.3),
-                        ("membership", "descriptor", 10.0, 0.4, 2.5),
-                        ("canary", "gradient", 1.0, 0.2, 0.9),
-                        ("canary", "gradient", 10.0, 3.0, 9.0)],
+    aud = pd.DataFrame([("membership", "gradient", INF, 2.0, INF, 5.0),
+                        ("membership", "descriptor", INF, 0.5, INF, 5.0),
+                        ("membership", "gradient", 1.0, 0.1, 0.3, 5.0),
+                        ("membership", "descriptor", 10.0, 0.4, 2.5, 5.0),
+                        ("canary", "gradient", INF, 7.2, INF, 7.2),
+                        ("canary", "gradient", 1.0, 0.2, 0.9, 7.2),
+                        ("canary", "gradient", 10.0, 3.0, 9.0, 7.2),
+                        ("defect noise/10", "gradient", 1.0, 4.5, 0.9, 7.2),
+                        ("defect no clipping", "gradient", 1.0, 6.0, 0.9, 7.2),
+                        ("defect no clipping", "gradient", 10.0, 7.2, 9.0, 7.2)],
                        columns=["attack", "channel", "target_epsilon", "epsilon_lb",
-                                "epsilon_release"])
+                                "epsilon_release", "design_epsilon"])
     inv = pd.DataFrame({"attack": ["closed_form"] * 3 + ["optimisation"],
                         "target_epsilon": [INF, INF, 10.0, INF],
                         "recovered": [1.0, 1.0, 0.0, 0.5]})
@@ -104,5 +108,9 @@ def test_audit_values():
     assert (v["clear_grad"], v["clear_desc"]) == (2.0, 0.5)
     assert (v["can_low"], v["acc_low"], v["can_top"], v["acc_top"]) == (0.2, 0.9, 3.0, 9.0)
     assert (v["inv_clear"], v["inv_top"]) == (1.0, 0.0)
+    assert (v["can_clear"], v["design"]) == (7.2, 7.2)
+    # the defect at target 10 accounts 9.0, above what 7.2 trials can certify: not counted
+    assert (v["defect_lb"], v["defect_acc"], v["defect_n"], v["defect_catchable"]) == (
+        4.5, 0.9, 3, 2)
     assert "n/a" not in render("{mia_max:.2f} {inv_top:.2f}", mia_max=v["mia_max"],
                                inv_top=v["inv_top"])

@@ -643,12 +643,13 @@ def _ptopofl_dp_cost(results_dir: Path) -> str:
     if clear is None or any(r is None for r in rows):
         return _DP_PENDING
     spent, cost, private = rows
+    server = claims.get(f"{prefix}.epsilon_server.ptopofl")
     n = int(cost.n_seeds)
     half = (float(student_t.ppf(0.975, n - 1)) * cost.std / math.sqrt(n) if n > 1
             else math.nan)
     return ("**End-to-end DP, in one number.** A whole pTopoFL run on Scenario A under the "
             "paper's protocol (15 rounds; the models by client-level DP-FedAvg, every update "
-            "clipped to L2 norm 1 and noised at the server; the descriptors by the Gaussian "
+            f"clipped to L2 norm 1 and {_noised(server)}; the descriptors by the Gaussian "
             "mechanism at each client, calibrated to a tenth of the budget), with its noise "
             f"calibrated to a target of ε = {README_DP_TARGET:g} per client at δ = 10⁻⁵ "
             "(neighbouring federations: one client added or removed), spends "
@@ -657,12 +658,30 @@ def _ptopofl_dp_cost(results_dir: Path) -> str:
             f"{cost.mean:.3f} (private minus non-private, paired over {n} seeds: standard "
             f"deviation {cost.std:.3f}, 95% t-interval of the mean difference "
             f"{cost.mean - half:.3f} to {cost.mean + half:.3f}; {clear.mean:.3f} without DP, "
-            f"{private.mean:.3f} with it; `{cost.profile}` profile). The models' ε holds "
-            "against whoever sees what the server releases, not against the server itself, "
-            "which sees each clipped update before it adds the noise (central DP: a trusted "
-            "server); the descriptors' share holds against the server too. "
+            f"{private.mean:.3f} with it; `{cost.profile}` profile). {_against_server(server)} "
             "`results/comparison.md` has every target, FedAvg, the benchmark, the deep runs "
             "and the audit (`topofl.dp.*`).")
+
+
+def _noised(server) -> str:
+    """Where the README's DP run drew the models' noise: by the clients (distributed DP,
+    the rows with an epsilon against the server) or by the server (central DP)."""
+    return ("noised by the clients, each adding its share of the noise before sending"
+            if server is not None else "noised at the server")
+
+
+def _against_server(server) -> str:
+    """Whom the README's epsilon holds against, and the epsilon against the server."""
+    if server is None:
+        return ("The models' ε holds against whoever sees what the server releases, not "
+                "against the server itself, which sees each clipped update before it adds "
+                "the noise (central DP: a trusted server); the descriptors' share holds "
+                "against the server too.")
+    return ("That ε holds against whoever sees what the server releases. The server itself "
+            "never holds an un-noised update, but without secure aggregation it sees each "
+            "one with only that client's share of the noise: against the server a client "
+            f"spends ε = {server.mean:.2f} (both channels; the descriptors are noised at the "
+            "client too).")
 
 
 def _markdown_of(value) -> str:

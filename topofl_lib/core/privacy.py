@@ -2,11 +2,12 @@
 
 ``model_dp=`` of :class:`~topofl_lib.federated.FedAvg`, :class:`~topofl_lib.federated.FedProx`
 and :class:`~topofl_lib.federated.PTopoFL` takes an object of this protocol; the package's
-are :class:`topofl_lib.privacy.ClientLevelDP` (DP-FedAvg: clipped client updates, Gaussian
-noise at the server) and :class:`topofl_lib.privacy.SampleLevelDP` (DP-SGD in local
-training). The engine (:mod:`topofl_lib.federated.base`) sees them only through this
-protocol, as it sees a model class through :class:`~topofl_lib.core.ModelClass`, so the
-federated layer does not depend on the privacy layer above it.
+are :class:`topofl_lib.privacy.ClientLevelDP` (DP-FedAvg: clipped client updates,
+Gaussian noise drawn by the clients or the server) and
+:class:`topofl_lib.privacy.SampleLevelDP` (DP-SGD in local training). The engine
+(:mod:`topofl_lib.federated.base`) sees them only through this protocol, as it sees a
+model class through :class:`~topofl_lib.core.ModelClass`, so the federated layer does not
+depend on the privacy layer above it.
 
 Besides the members below, an object of ``level == "client"`` has ``participants``,
 ``noisy_sum`` and ``round_event``; one of ``level == "sample"`` has ``batches``,

@@ -143,7 +143,8 @@ class FederatedAlgorithm(BaseEstimator):
     model_dp : None, ClientLevelDP or SampleLevelDP
         (FedAvg, FedProx, pTopoFL) differential privacy of the model channel
         (:mod:`topofl_lib.privacy.model_channel`): client-level DP-FedAvg (clipped
-        updates, Gaussian noise at the server, client sampling) or sample-level DP-SGD
+        updates, Gaussian noise drawn by the clients or the server, client sampling) or
+        sample-level DP-SGD
         in local training (``solver="sgd"``). ``None``: models are sent in the clear.
 
     Attributes

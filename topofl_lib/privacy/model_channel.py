@@ -10,21 +10,24 @@ largest over the clients; ``"client_epsilon"``: every client's).
 
 **Client-level DP** (:class:`ClientLevelDP`; McMahan, Ramage, Talwar & Zhang 2018,
 "Learning differentially private recurrent language models"). Each round every client
-takes part with probability ``sample_rate`` (Poisson sampling of clients); the server
-clips each participant's update :math:`\Delta_k = \theta_k - \theta` to L2 norm ``clip``
-(C), forms the weighted sum :math:`\sum_k a_k\,{\rm clip}_C(\Delta_k)` with weights
-:math:`a_k \in [0, 1]` fixed before the round, adds :math:`N(0, z^2 C^2 I)` and divides
-by the *expected* total weight :math:`q \sum_k a_k` over all clients (the fixed-denominator
-estimator). Removing a client's contribution (its update set to zero) changes the sum by
-at most :math:`a_k C \le C`, so each round is a Gaussian mechanism of multiplier ``z``,
+takes part with probability ``sample_rate`` (Poisson sampling of clients); each
+participant's update :math:`\Delta_k = \theta_k - \theta` is clipped to L2 norm ``clip``
+(C), the server forms the weighted sum :math:`\sum_k a_k\,{\rm clip}_C(\Delta_k)` with
+weights :math:`a_k \in [0, 1]` fixed before the round, plus :math:`N(0, z^2 C^2 I)`, and
+divides by the *expected* total weight :math:`q \sum_k a_k` over all clients (the
+fixed-denominator estimator). Where that noise is drawn is ``noise=``: by default each of
+the m participants of a group adds its share :math:`N(0, z^2 C^2 I / m)` to its own
+weighted clipped update before sending (distributed DP), so the sum carries the full
+noise; ``"central"`` has the server draw it, ``"local"`` each client the full noise.
+Removing a client's contribution (its update set to zero) changes the sum by at most
+:math:`a_k C \le C`, so each round is a Gaussian mechanism of multiplier ``z``,
 Poisson-subsampled at rate ``q``, for every client, whether it took part or not. The
-weights are what keeps the sensitivity bounded: FedAvg's data-volume weights
-:math:`n_k / \sum n` would let one large client weigh arbitrarily much, so under this
-option FedAvg weighs every client 1, and pTopoFL uses its Eq. 6 weights without the size
-factor (distance to the cluster's mean descriptor, times Eq. 8 trust), divided by their
-largest value in the cluster; they depend only on the descriptors the server received,
-so, once those are released (and accounted), they are public. The noise is drawn at the
-server (a trusted aggregator, or secure aggregation); the guarantee covers the models the
+weights are what keeps the sensitivity bounded: FedAvg's data-volume weights :math:`n_k /
+\sum n` would let one large client weigh arbitrarily much, so under this option FedAvg
+weighs every client 1, and pTopoFL uses its Eq. 6 weights without the size factor
+(distance to the cluster's mean descriptor, times Eq. 8 trust), divided by their largest
+value in the cluster; they depend only on the descriptors the server received, so, once
+those are released (and accounted), they are public. The guarantee covers the models the
 server broadcasts and everything computed from them.
 
 **Sample-level DP** (:class:`SampleLevelDP`; Abadi, Chu, Goodfellow, McMahan, Mironov,
@@ -56,12 +59,17 @@ multiplier) is offered where the accountant covers it, client-level DP without c
 sampling; under Poisson subsampling the accountant's analysis is the add/remove one, and
 replacement is refused.
 
-**The adversary.** With :class:`ClientLevelDP` the noise is drawn at the server: the
-guarantee holds against everyone who sees what the server releases (the broadcast models
-and what is computed from them), not against the server, which sees every clipped update
-before it adds the noise (central DP with a trusted aggregator). With
-:class:`SampleLevelDP` each client noises its own steps, so the guarantee also holds
-against the server. pTopoFL's descriptors are noised at the client
+**The adversary.** The released models' epsilon (``history_["epsilon"]``) holds against
+everyone who sees what the server releases (the broadcast models and what is computed
+from them). Against the server itself, which receives each update, it depends on where
+the noise is drawn, and the engine accounts it apart (``history_["epsilon_server"]``):
+with :class:`ClientLevelDP`'s default ``noise="distributed"`` the server never holds an
+un-noised update, and without secure aggregation each update is protected by its own
+share of the noise (a multiplier :math:`z/\sqrt{m}`); with ``"local"`` by the full noise
+(the server's epsilon is the release's); with ``"central"`` by nothing (the server sees
+every clipped update: central DP with a trusted aggregator, infinite epsilon against
+it). With :class:`SampleLevelDP` each client noises its own steps, so the guarantee also
+holds against the server. pTopoFL's descriptors are noised at the client
 (:class:`~topofl_lib.privacy.GaussianMechanism`), before they leave it.
 
 Both report the epsilon at ``delta`` of the whole run: the model channel composed with
@@ -143,7 +151,7 @@ class ClientLevelDP(_ModelDP):
     Parameters
     ----------
     noise_multiplier : float, default=1.0
-        ``z``: the server's noise standard deviation over ``clip`` (>= 0; 0 adds no
+        ``z``: the noise standard deviation of the sum over ``clip`` (>= 0; 0 adds no
         noise, and the epsilon is infinite).
     clip : float, default=1.0
         ``C``: the L2 bound of each client update (> 0).
@@ -161,7 +169,7 @@ class ClientLevelDP(_ModelDP):
         that of half the multiplier). ``"replace"`` needs ``sample_rate=1``: Poisson
         subsampling amplifies differently under replacement, and the accountant's
         subsampled analysis is the add/remove one.
-    noise : {"central", "distributed", "local"}, default="central"
+    noise : {"distributed", "central", "local"}, default="distributed"
         Where the noise is added (:data:`NOISE_PLACEMENTS`). ``"central"``: the server
         adds :math:`N(0, z^2C^2)` to the sum (it must be trusted: it sees every clipped
         update). ``"distributed"``: each of the m clients of a group adds its share
@@ -188,7 +196,7 @@ class ClientLevelDP(_ModelDP):
 
     def __init__(self, noise_multiplier: float = 1.0, clip: float = 1.0,
                  sample_rate: float = 1.0, delta: float = 1e-5, accounting: str = "prv",
-                 relation: str = "add_remove", noise: str = "central"):
+                 relation: str = "add_remove", noise: str = "distributed"):
         self.noise_multiplier = noise_multiplier
         self.clip = clip
         self.sample_rate = sample_rate

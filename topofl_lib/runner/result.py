@@ -15,9 +15,10 @@ CURVE_COLUMNS = ["scenario", "method", "seed", "round", "auc", "accuracy"]
 FINAL_COLUMNS = ["scenario", "method", "seed", "auc", "accuracy", "convergence_round"]
 #: A run with differential privacy of the model channel (``model_dp``) also has these
 #: columns in ``curves`` (after each round) and ``final`` (after the last): the
-#: largest epsilon over its clients, both channels together and each alone (its
-#: ``history_``); rows of other runs hold NaN there when runs of both kinds are mixed.
-PRIVACY_COLUMNS = ("epsilon", "epsilon_descriptor", "epsilon_model")
+#: largest epsilon over its clients, both channels together and each alone, and both
+#: together against the server itself (its ``history_``); rows of other runs hold NaN
+#: there when runs of both kinds are mixed.
+PRIVACY_COLUMNS = ("epsilon", "epsilon_descriptor", "epsilon_model", "epsilon_server")
 #: Settings a scenario's ``meta`` may hold; each present one becomes a column of
 #: ``curves`` and ``final`` (the image scenarios: dataset, partition and its parameter),
 #: so tables are selected by setting, never by parsing the scenario's name.

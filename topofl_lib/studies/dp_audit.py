@@ -10,9 +10,16 @@ options do (:func:`~topofl_lib.privacy.attacks.release_map`):
   client's data gradient, clipped and noised as DP-FedAvg releases one update; the
   descriptor through pTopoFL's mechanism. Its trials, pooled over the seeds, give the
   empirical lower bound on epsilon (:func:`~topofl_lib.privacy.held_out_epsilon`);
-* ``attack="canary"``: the strongest attack on one release of each channel, the
-  worst-case pair of neighbouring inputs (:func:`~topofl_lib.privacy.gaussian_mechanism_audit`),
-  the positive control: what an attack that attains the guarantee would certify;
+* ``attack="canary"``: the strongest attack on one release of each channel, a
+  worst-case canary sent through the package's own code: the model channel's option
+  (:func:`~topofl_lib.privacy.audit.client_dp_audit`: its clipping, its noise and where
+  that noise is drawn) and the descriptor mechanism's ``release``
+  (:func:`~topofl_lib.privacy.audit.descriptor_audit`); in the clear, the model channel
+  without noise, whose bound is the most the design can certify (``design_epsilon``);
+* ``attack="defect noise/10"`` and ``"defect no clipping"``: the same canary against the
+  option with a planted defect (:func:`~topofl_lib.privacy.defects.planted_defect`), the
+  positive controls: each must certify more than it accounts, or the audit could not
+  catch a broken mechanism;
 * the single-record gradient inversion (:func:`~topofl_lib.privacy.gradient_inversion_experiment`)
   against the privatised gradient: the reconstruction attack that succeeds in the clear.
 
@@ -22,8 +29,8 @@ replaces one record (the target or another), so on the model channel two clipped
 updates differ by at most :math:`2C`: one release is a Gaussian mechanism of multiplier
 :math:`z/2` for that game, and its accounted epsilon is that one's. A descriptor release
 is (epsilon, delta)-DP for any two datasets (its sensitivity 2 is the unit sphere's
-diameter). The canary pairs differ by one clipped update (multiplier :math:`z`) or by the
-diameter (multiplier ``sigma / 2``).
+diameter). The canaries differ by one clipped update, present or not (multiplier
+:math:`z`), or by the diameter (multiplier ``sigma / 2``).
 """
 
 from __future__ import annotations
@@ -37,7 +44,13 @@ from .._validation import check_int, check_real
 from ..core.seeds import check_seeds
 from ..federated.metrics import roc_auc
 from ..privacy.accounting import PrivacyAccountant
-from ..privacy.audit import gaussian_mechanism_audit, held_out_epsilon
+from ..privacy.audit import (
+    client_dp_audit,
+    descriptor_audit,
+    design_epsilon,
+    held_out_epsilon,
+)
+from ..privacy.defects import DEFECTS, planted_defect
 from ..privacy.evaluation import gradient_inversion_experiment, membership_experiment
 from ..privacy.mechanisms import GaussianMechanism
 from ..privacy.model_channel import ClientLevelDP
@@ -47,7 +60,7 @@ __all__ = ["AUDIT_COLUMNS", "dp_audit"]
 
 #: The columns of :func:`dp_audit`'s audit table.
 AUDIT_COLUMNS = ("target_epsilon", "attack", "channel", "epsilon_release", "epsilon_lb",
-                 "auc", "tpr", "fpr", "n_trials")
+                 "design_epsilon", "auc", "tpr", "fpr", "n_trials")
 
 
 def _release_epsilon(noise_multiplier: float, delta: float) -> float:
@@ -111,7 +124,8 @@ def dp_audit(scenario: str = "healthcare", seeds: Iterable[int] = range(3),
     audit : pandas.DataFrame
         One row per (target, attack, channel): :data:`AUDIT_COLUMNS` (``auc``: the
         membership attack's over the pooled trials; ``tpr``, ``fpr``: at the held-out
-        threshold, on the held-out half).
+        threshold, on the held-out half; ``design_epsilon``: the most the row's trials
+        could certify).
     inversion : pandas.DataFrame
         :func:`~topofl_lib.privacy.gradient_inversion_experiment`'s rows (batch size 1)
         with ``target_epsilon``.
@@ -137,14 +151,8 @@ def dp_audit(scenario: str = "healthcare", seeds: Iterable[int] = range(3),
                        if channel == "gradient" else
                        _release_epsilon(mechanism.sigma / mechanism.sensitivity, delta))
             rows.append(_row(target, "membership", channel, release, bound,
-                             _auc(g), len(g)))
-        if model_dp is not None:
-            for channel, z in (("gradient", model_dp.noise_multiplier),
-                               ("descriptor", mechanism.sigma / mechanism.sensitivity)):
-                bound = gaussian_mechanism_audit(z, delta, n_trials=canary_trials,
-                                                 alpha=alpha, random_state=0)
-                rows.append(_row(target, "canary", channel, bound["epsilon"], bound,
-                                 math.nan, canary_trials))
+                             _auc(g), len(g), delta))
+        rows += _canary_rows(target, model_dp, mechanism, clip, delta, alpha, canary_trials)
         inversion.append(gradient_inversion_experiment(
             scenario, seeds, (1,), n_iter=gradient_iters, max_clients=attack_clients,
             progress=progress, model_dp=model_dp).assign(target_epsilon=target))
@@ -152,11 +160,36 @@ def dp_audit(scenario: str = "healthcare", seeds: Iterable[int] = range(3),
             pd.concat(inversion, ignore_index=True))
 
 
+def _canary_rows(target, model_dp, mechanism, clip, delta, alpha, n_trials) -> list[dict]:
+    """The canaries through the package's own code: the model channel's option (and its
+    planted defects, the positive controls) and the descriptor mechanism at ``target``;
+    in the clear, the model channel without noise (the audit's ceiling)."""
+    def audit(dp):
+        return client_dp_audit(dp, delta, n_trials=n_trials, alpha=alpha, random_state=0)
+
+    if model_dp is None:
+        bound = audit(ClientLevelDP(noise_multiplier=0.0, clip=clip, delta=delta))
+        return [_row(target, "canary", "gradient", bound["epsilon"], bound, math.nan,
+                     n_trials, delta)]
+    rows = []
+    for attack, dp in (("canary", model_dp),
+                       *((f"defect {d}", planted_defect(model_dp, d)) for d in DEFECTS)):
+        bound = audit(dp)
+        rows.append(_row(target, attack, "gradient", bound["epsilon"], bound, math.nan,
+                         n_trials, delta))
+    bound = descriptor_audit(mechanism, n_trials=n_trials, alpha=alpha, random_state=0)
+    rows.append(_row(target, "canary", "descriptor", bound["epsilon"], bound, math.nan,
+                     n_trials, delta))
+    return rows
+
+
 def _auc(trials: pd.DataFrame) -> float:
     return roc_auc(trials["member"].to_numpy(), trials["score"].to_numpy())
 
 
-def _row(target, attack, channel, release, bound, auc, n_trials) -> dict:
+def _row(target, attack, channel, release, bound, auc, n_trials, delta) -> dict:
     return {"target_epsilon": target, "attack": attack, "channel": channel,
-            "epsilon_release": release, "epsilon_lb": bound["epsilon_lb"], "auc": auc,
-            "tpr": bound["tpr"], "fpr": bound["fpr"], "n_trials": n_trials}
+            "epsilon_release": release, "epsilon_lb": bound["epsilon_lb"],
+            "design_epsilon": design_epsilon(bound["n_members"], bound["n_nonmembers"],
+                                             delta, bound["alpha"]),
+            "auc": auc, "tpr": bound["tpr"], "fpr": bound["fpr"], "n_trials": n_trials}

@@ -114,7 +114,8 @@ def epsilon_key(epsilon: float) -> str:
 
 
 def _t1_values(final: pd.DataFrame) -> dict[str, np.ndarray]:
-    """``topofl.dp.t1.*``: per-seed AUC, cost (private - non-private) and accounted epsilon."""
+    """``topofl.dp.t1.*``: per-seed AUC, cost (private - non-private), the accounted
+    epsilon and the epsilon against the server."""
     out = {}
     for (scenario, base, target), g in final.groupby(["scenario", "base", "target_epsilon"]):
         prefix = f"topofl.dp.t1.{_T1_KEYS.get(scenario, scenario)}.{epsilon_key(target)}"
@@ -124,6 +125,8 @@ def _t1_values(final: pd.DataFrame) -> dict[str, np.ndarray]:
             clear = final[(final["scenario"] == scenario) & (final["method"] == base)]
             out[f"{prefix}.cost.{key}"] = _paired(g, clear, "auc")
             out[f"{prefix}.epsilon.{key}"] = per_seed(g, "epsilon")
+            if "epsilon_server" in g:
+                out[f"{prefix}.epsilon_server.{key}"] = per_seed(g, "epsilon_server")
     return out
 
 
@@ -145,6 +148,8 @@ def _deep_values(final: pd.DataFrame) -> dict[str, np.ndarray]:
             out[f"{prefix}.cost.{key}"] = _paired(g, final[final["method"] == base],
                                                   "accuracy")
             out[f"{prefix}.epsilon.{key}"] = per_seed(g, "epsilon")
+            if "epsilon_server" in g:
+                out[f"{prefix}.epsilon_server.{key}"] = per_seed(g, "epsilon_server")
     return out
 
 
@@ -162,11 +167,13 @@ def _audit_values(audit: pd.DataFrame) -> dict[str, np.ndarray]:
     """``topofl.dp.audit.*``: each lower bound (pooled trials: one value) and the
     accounted epsilon of the release attacked."""
     out = {}
-    attacks = {"membership": "mia", "canary": "canary"}
+    attacks = {"membership": "mia", "canary": "canary", "defect noise/10": "defect_noise10",
+               "defect no clipping": "defect_noclip"}
     for r in audit.itertuples(index=False):
         prefix = (f"topofl.dp.audit.{attacks[r.attack]}.{r.channel}."
                   f"{epsilon_key(r.target_epsilon)}")
         out[f"{prefix}.lb"] = np.array([r.epsilon_lb])
+        out[f"{prefix}.design"] = np.array([r.design_epsilon])
         if math.isfinite(r.epsilon_release):
             out[f"{prefix}.accounted"] = np.array([r.epsilon_release])
     return out
@@ -194,7 +201,8 @@ def dp_claim_values(table1: pd.DataFrame | None = None, deep: pd.DataFrame | Non
         ``topofl.dp.robust.<eps>.<flagged|isolated|advweight|auc>``.
     audit : pandas.DataFrame, optional
         :func:`~topofl_lib.studies.dp_audit.dp_audit`'s audit table (one value per id,
-        the trials pooled): ``topofl.dp.audit.<mia|canary>.<channel>.<eps>.<lb|accounted>``.
+        the trials pooled): ``topofl.dp.audit.<mia|canary|defect_*>.<channel>.<eps>.``
+        ``<lb|accounted|design>`` (ids in the claims table only).
     pooled_seeds : int, optional
         The scenario realisations whose membership trials the audit pooled (for the
         notes of its ids).
@@ -217,6 +225,7 @@ def dp_claim_values(table1: pd.DataFrame | None = None, deep: pd.DataFrame | Non
     pooled = ("" if pooled_seeds is None else f" of {pooled_seeds} scenario realisation"
               + ("" if pooled_seeds == 1 else "s"))
     notes = {k: (f"one bound from the membership trials{pooled}, pooled" if ".mia." in k
-                 else "one bound from the canary's simulated releases")
+                 else "one bound from the canary's releases through the package's own "
+                      "clipping and noise")
              for k in out if k.startswith("topofl.dp.audit.") and k.endswith(".lb")}
     return out, notes

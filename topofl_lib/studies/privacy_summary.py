@@ -165,12 +165,19 @@ def audit_values(audit: pd.DataFrame, inversion: pd.DataFrame, epsilons) -> dict
         ``clear_desc`` (certified in the clear on each channel); the gradient canary's
         certified and accounted epsilon at the lowest (``can_low``, ``acc_low``) and top
         target (``can_top``, ``acc_top``); the closed-form inversion's recovered fraction
-        in the clear and at the top target (``inv_clear``, ``inv_top``).
+        in the clear and at the top target (``inv_clear``, ``inv_top``); the canary
+        through the model channel without noise (``can_clear``) and the most its trials
+        can certify (``design``); of the planted defects (``defect_n``) those the design
+        can catch, whose accounted epsilon lies below ``design``
+        (``defect_catchable``): their smallest certified epsilon (``defect_lb``) and
+        their largest accounted one (``defect_acc``).
     """
     top, low = max(epsilons), min(epsilons)
     aud = audit.set_index(["attack", "channel", "target_epsilon"])
     lb, release = aud["epsilon_lb"], aud["epsilon_release"]
     private_mia = audit[(audit["attack"] == "membership") & (audit["target_epsilon"] < _INF)]
+    defects = audit[audit["attack"].str.startswith("defect")]
+    catchable = defects[defects["epsilon_release"] < defects["design_epsilon"]]
     closed = (inversion[inversion["attack"] == "closed_form"]
               .groupby("target_epsilon")["recovered"].mean())
     return {"top": top, "low": low, "mia_max": private_mia["epsilon_lb"].max(),
@@ -182,5 +189,10 @@ def audit_values(audit: pd.DataFrame, inversion: pd.DataFrame, epsilons) -> dict
             "acc_low": _at(release, ("canary", "gradient", low)),
             "can_top": _at(lb, ("canary", "gradient", top)),
             "acc_top": _at(release, ("canary", "gradient", top)),
-            "inv_clear": _at(closed, _INF), "inv_top": _at(closed, top)}
+            "inv_clear": _at(closed, _INF), "inv_top": _at(closed, top),
+            "can_clear": _at(lb, ("canary", "gradient", _INF)),
+            "design": _at(aud["design_epsilon"], ("canary", "gradient", _INF)),
+            "defect_lb": catchable["epsilon_lb"].min(),
+            "defect_acc": catchable["epsilon_release"].max(),
+            "defect_n": len(defects), "defect_catchable": len(catchable)}
 

@@ -229,16 +229,21 @@ def dp_tradeoff_plot(table1: pd.DataFrame, deep: pd.DataFrame | None = None) -> 
 
 #: The audit figure's series: attack -> (dash, marker symbol, label).
 _AUDIT_SERIES = {"canary": ("solid", "diamond", "worst-case canary"),
-                 "membership": ("dot", "circle", "membership inference")}
+                 "membership": ("dot", "circle", "membership inference"),
+                 "defect noise/10": ("dashdot", "x", "planted defect (noise/10)"),
+                 "defect no clipping": ("longdash", "triangle-up",
+                                        "planted defect (no clipping)")}
 
 
 def dp_audit_plot(audit: pd.DataFrame) -> go.Figure:
     """The audit: each attack's empirical lower bound on epsilon against the accounted
     epsilon of the release it attacked, one line per attack and channel.
 
-    The grey diagonal is the accounted epsilon itself, which no valid bound exceeds; a
-    bound near it says the accounting is tight for that attack, a bound of 0 that the
-    attack certifies nothing.
+    The grey diagonal is the accounted epsilon itself, which no valid bound of a correct
+    mechanism exceeds; a bound near it says the accounting is tight for that attack, a
+    bound of 0 that the attack certifies nothing. The planted defects (positive
+    controls) must lie above it; the dotted line is the most the canary's trials can
+    certify.
 
     Parameters
     ----------
@@ -264,6 +269,11 @@ def dp_audit_plot(audit: pd.DataFrame) -> go.Figure:
                                  mode="lines+markers", name=f"{label}, {channel} channel",
                                  line={"color": colour, "dash": dash, "width": 2},
                                  marker={"color": colour, "symbol": symbol, "size": 8}))
+    if "design_epsilon" in audit:
+        ceiling = audit.loc[audit["attack"].eq("canary"), "design_epsilon"].max()
+        fig.add_trace(go.Scatter(x=span, y=[ceiling, ceiling], mode="lines",
+                                 name="the most the canary's trials can certify",
+                                 line={"color": GREY, "dash": "dot", "width": 1}))
     fig.update_xaxes(type="log", title_text="accounted epsilon of the release attacked")
     fig.update_yaxes(title_text="empirical lower bound on epsilon (95%)", rangemode="tozero")
     fig.update_layout(template="plotly_white", width=760, height=460,
