@@ -34,19 +34,17 @@ the *learner*'s business (:mod:`topofl_lib.federated.local`), so each algorithm 
 one implementation for every model class.
 
 Differential privacy of the model channel (``model_dp`` of FedAvg, FedProx and pTopoFL;
-:mod:`topofl_lib.privacy.model_channel`) is run here too, for every model class: DP-SGD
-replaces a client's local SGD in :meth:`FederatedAlgorithm._train`, a client-level DP
-round is :meth:`FederatedAlgorithm._private_round`, and every release is recorded by
-one accountant per client, whose epsilon after each round goes into ``history_``
-and is logged (logger ``topofl_lib.federated``, level INFO: ``logging.basicConfig(
-level=logging.INFO)`` prints one line per round). Without ``model_dp`` none of this
-runs: no accountant, no extra random draw.
+:mod:`topofl_lib.privacy.model_channel`) is not here but in the object each fit holds,
+:class:`~topofl_lib.federated.private_training.PrivateTraining`: the loop asks it for
+DP-SGD's gradient and batches in local training, for the client-level round and for
+each round's epsilons (``history_``, and one INFO line per round on the logger
+``topofl_lib.federated``). Without ``model_dp`` it does nothing: no accountant, no extra
+random draw.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
 from numbers import Integral
 
 import numpy as np
@@ -62,8 +60,7 @@ from .._validation import (
     check_real,
 )
 from ..core.containers import FederatedScenario
-from ..core.learner import ModelClass, PrivateGradients
-from ..core.privacy import LEVELS, ModelPrivacy
+from ..core.learner import ModelClass
 from ..core.seeds import draw_seed
 from ..data.preprocessing import client_scaler, standardise_clients
 from .local import (
@@ -71,13 +68,10 @@ from .local import (
     client_streams,
     load_noise_seed,
     local_sgd,
-    private_gradient,
     workspace,
 )
+from .private_training import PrivateTraining
 from .solvers import SOLVERS, fit_logistic
-
-#: The per-round privacy lines (INFO) of runs with ``model_dp``.
-logger = logging.getLogger("topofl_lib.federated")
 
 __all__ = ["EVALUATE_ON", "RNG_STREAMS", "FederatedAlgorithm", "client_streams"]
 
@@ -90,13 +84,6 @@ RNG_STREAMS = ("shared", "per_client")
 EVALUATE_ON = ("honest", "all")
 
 
-#: Why sample-level DP refuses per-client standardisation: the mean and scale couple records.
-_STANDARDISED_SAMPLE_DP = (
-    "model_dp={dp!r} bounds what removing one record changes in a clipped batch sum (by the "
-    "clip), but standardise=True scales every record by its client's mean and standard "
-    "deviation, so removing one record changes every example's gradient and the "
-    "accountant's bound does not hold; standardise with public statistics beforehand, or "
-    "use ClientLevelDP (it protects a client's whole data)")
 
 
 class FederatedAlgorithm(BaseEstimator):
@@ -227,25 +214,9 @@ class FederatedAlgorithm(BaseEstimator):
         self._check_model_dp()
 
     def _check_model_dp(self) -> None:
-        dp = self._model_dp
-        if dp is None:
-            return
-        if not isinstance(dp, ModelPrivacy):
-            raise TypeError("model_dp must be None, a ClientLevelDP or a SampleLevelDP "
-                            f"(topofl_lib.privacy), got {type(dp).__name__}")
-        dp.check()
-        check_choice(dp.level, "model_dp.level", LEVELS)
-        if dp.level == "sample" and self._solver == "lbfgs":
-            raise ValueError(f"model_dp={dp!r} runs DP-SGD in local training; it needs "
-                             "solver='sgd', got solver='lbfgs'")
-        if dp.level == "sample" and type(self)._gradient is not FederatedAlgorithm._gradient:
-            raise ValueError(f"model_dp={dp!r} clips per-example gradients of the "
-                             f"learner's loss, but {type(self).__name__} adds its own "
-                             "data-dependent term to the gradient")
-        if dp.level == "client" and not self._client_dp:
-            raise ValueError(f"model_dp={dp!r} replaces the server's rule by DP-FedAvg's "
-                             f"noisy sum, which {type(self).__name__} does not run (its "
-                             "server rule is its own); use SampleLevelDP")
+        PrivateTraining.check(
+            self._model_dp, type(self).__name__, solver=self._solver, client_dp=self._client_dp,
+            own_gradient=type(self)._gradient is not FederatedAlgorithm._gradient)
 
     @property
     def _solver(self) -> str:
@@ -338,18 +309,16 @@ class FederatedAlgorithm(BaseEstimator):
             return self._reply(k, w0, self._converged(k)), 0
         to_work, from_work = self._workspace()
         n, batch, rng = int(self._n[k]), self._batch(k), self._client_rng(k)
-        gradient, batches, dp = self._gradient(k), None, self._model_dp
-        if dp is not None and dp.level == "sample":  # DP-SGD
-            gradient = private_gradient(self.learner_, self._data[k], dp, n=n,
-                                        batch_size=batch, rng=rng, to_work=to_work)
-            batches = dp.batches(n, self.local_epochs, batch, rng)
+        gradient, batches = self._privacy.sgd(self.learner_, self._data[k], n, batch,
+                                              self.local_epochs, rng, to_work,
+                                              self._gradient(k))
         w, steps = local_sgd(
             to_work(w0), gradient, n, lr=self.lr, epochs=self.local_epochs,
             batch_size=batch, rng=rng, extra=extra, momentum=self.learner_.momentum,
             batches=batches,
         )
         if batches is not None:
-            self._dp_steps[k] += steps
+            self._privacy.count_steps(k, steps)
         return self._reply(k, w0, from_work(w)), steps
 
     def _converged(self, k: int) -> np.ndarray:
@@ -439,11 +408,8 @@ class FederatedAlgorithm(BaseEstimator):
         self._check_params()
         self.evaluation_ = self._evaluation(scenario)
         self.scenario_ = scenario
-        dp = self._model_dp
-        if dp is not None and dp.level == "sample" and self.evaluation_["standardise"]:
-            asked = ("" if self.standardise else " (the scenario asks for standardise=True; "
-                     "pass standardise=False)")
-            raise ValueError(_STANDARDISED_SAMPLE_DP.format(dp=dp) + asked)
+        self._privacy = PrivateTraining(self._model_dp)
+        self._privacy.check_fit(self.evaluation_["standardise"], bool(self.standardise))
         if self.evaluation_["standardise"]:
             scenario = standardise_clients(scenario)
         self._rng = check_random_state(self.random_state)
@@ -469,7 +435,7 @@ class FederatedAlgorithm(BaseEstimator):
         else:
             self.learner_ = self.model.make_learner(clients[0].X_train.shape[1], self._rng)
         self._check_classes(scenario)
-        self._start_accounting(K)
+        self._privacy.start(K, self.learner_, self._rng)
         self._w_init = self.learner_.init_params(None)
         self._prepare(scenario)
         self._data, self._tests = [None] * K, [None] * K
@@ -491,9 +457,9 @@ class FederatedAlgorithm(BaseEstimator):
                     self._client_changed(k, c)
                     self._load_client(k, c)
             self._round(r)
-            if self._accountants is not None:
-                privacy[r] = self._account_round()
-                self._log_privacy(r, privacy[r])
+            if self._privacy.level is not None:
+                privacy[r] = self._privacy.end_round(r + 1, self._n, self._batch)
+                self._privacy.log(type(self).__name__, r, self.n_rounds, privacy[r])
             cache = {}
             for k in range(K):
                 X_test, y_test = self._tests[k]
@@ -511,111 +477,22 @@ class FederatedAlgorithm(BaseEstimator):
             "client_auc": client_auc,
             "client_accuracy": client_acc,
         }
-        if self._accountants is not None:
-            worst = privacy.max(axis=2)
-            self.history_.update({"epsilon": worst[:, 0], "epsilon_descriptor": worst[:, 1],
-                                  "epsilon_model": worst[:, 2], "epsilon_server": worst[:, 3],
-                                  "client_epsilon": privacy[:, 0]})
-            self.accountants_ = self._accountants
-            self.server_accountants_ = self._server_accountants
+        if self._privacy.level is not None:
+            self.history_.update(self._privacy.history(privacy))
+            self.accountants_ = self._privacy.accountants_
+            self.server_accountants_ = self._privacy.server_accountants_
         return self
 
-    # -- differential privacy of the model channel ------------------------------------
-    def _start_accounting(self, K: int) -> None:
-        """One accountant per client and the server's noise stream (with ``model_dp``)."""
-        dp, self._accountants = self._model_dp, None
-        if dp is None:
-            return
-        if dp.level == "sample" and not isinstance(self.learner_, PrivateGradients):
-            raise TypeError(f"model_dp={dp!r} needs clipped per-example gradients, which "
-                            f"the learner {type(self.learner_).__name__} does not compute")
-        self._accountants = [dp.accountant() for _ in range(K)]
-        # what the server itself sees: the same descriptor releases and DP-SGD steps (noised
-        # at the client); for client-level DP each update with its own share of the noise
-        self._server_accountants = [dp.accountant() for _ in range(K)]
-        self._server_rng = self._rng.spawn(1)[0]  # leaves self._rng's draws unchanged
-        self._dp_steps = np.zeros(K, dtype=np.int64)
-        self._dp_group_sizes = np.ones(K, dtype=np.int64)
-
     def _account(self, event: dict, clients=None) -> None:
-        """Record ``event`` at the current round (0 before round 1) for ``clients``
-        (default: every client); nothing without ``model_dp``."""
-        if self._accountants is None:
-            return
-        r = self._round_number or 0
-        for k in range(self.n_clients_) if clients is None else clients:
-            self._accountants[k].record({**event, "round": r})
-            self._server_accountants[k].record({**event, "round": r})
-
-    def _account_round(self) -> np.ndarray:
-        """Record the round's model releases; every client's epsilon so far, (4, K):
-        total, descriptor channel, model channel, and the total against the server."""
-        dp = self._model_dp
-        if dp.level == "client":
-            r = self._round_number or 0
-            for k in range(self.n_clients_):
-                self._accountants[k].record({**dp.round_event(), "round": r})
-                self._server_accountants[k].record(
-                    {**dp.server_event(int(self._dp_group_sizes[k])), "round": r})
-        else:
-            for k in np.flatnonzero(self._dp_steps):
-                self._account(dp.round_event(int(self._n[k]), self._batch(k),
-                                             int(self._dp_steps[k])), [k])
-            self._dp_steps[:] = 0
-        return np.array([[acc.epsilon(dp.delta, channel=c) for acc in self._accountants]
-                         for c in (None, "descriptor", "model")]
-                        + [[acc.epsilon(dp.delta) for acc in self._server_accountants]])
-
-    def _log_privacy(self, r: int, spent: np.ndarray) -> None:
-        """Log round ``r``'s epsilon (INFO): the largest client total, each channel's, the
-        total against the server, and the neighbouring relation they are stated for."""
-        if logger.isEnabledFor(logging.INFO):
-            total, descriptor, model, server = spent.max(axis=1)
-            logger.info("%s round %d/%d: epsilon %.4g (descriptor %.4g, model %.4g; against "
-                        "the server %.4g) at delta %.3g, %s neighbours, the largest over %d "
-                        "clients", type(self).__name__, r + 1, self.n_rounds, total,
-                        descriptor, model, server, self._model_dp.delta,
-                        self._model_dp.relation, spent.shape[1])
+        """Record a release ``event`` of this round for ``clients`` (default: all)."""
+        self._privacy.account(event, self._round_number or 0, clients)
 
     def _private_round(self, starts: np.ndarray, groups: np.ndarray, weights: np.ndarray,
                        extra=None) -> tuple[np.ndarray, np.ndarray]:
-        """One round of client-level DP (:class:`topofl_lib.privacy.ClientLevelDP`).
-
-        Each sampled client trains from its group's model; each group's model moves by
-        the noisy weighted sum of its clipped updates over the group's expected weight.
-
-        Parameters
-        ----------
-        starts : ndarray of shape (M, dim)
-            Each group's model (FedAvg: the global one; pTopoFL: the clusters').
-        groups : ndarray of int, shape (K,)
-            Each client's group.
-        weights : ndarray of shape (K,)
-            Each client's weight in its group's sum, in [0, 1].
-        extra : callable, optional
-            ``extra(k)``: client ``k``'s extra gradient term.
-
-        Returns
-        -------
-        local : ndarray of shape (K, dim)
-            The models the clients returned (a client not sampled returns its start).
-        models : ndarray of shape (M, dim)
-            The groups' new models.
-        """
-        dp = self._model_dp
-        taking_part = dp.participants(self.n_clients_, self._server_rng)
-        local = starts[groups].copy()
-        for k in np.flatnonzero(taking_part):
-            local[k] = self._train(k, starts[groups[k]], None if extra is None else extra(k))[0]
-        updates = local - starts[groups]
-        models = np.empty(starts.shape)
-        for j in range(starts.shape[0]):
-            members = groups == j
-            self._dp_group_sizes[members] = max(int((members & taking_part).sum()), 1)
-            total = dp.noisy_sum(updates[members & taking_part],
-                                 weights[members & taking_part], self._server_rng)
-            models[j] = starts[j] + total / (dp.sample_rate * weights[members].sum())
-        return local, models
+        """Client-level DP's round (:meth:`PrivateTraining.noisy_round`), training each
+        sampled client with its ``extra(k)`` term."""
+        return self._privacy.noisy_round(starts, groups, weights, lambda k, w: self._train(
+            k, w, None if extra is None else extra(k))[0])
 
     def _check_classes(self, scenario: FederatedScenario) -> None:
         """Refuse clients with more classes than the model can tell apart."""
