@@ -587,6 +587,21 @@ def test_journal_outside_the_published_folders_is_refused(repo, capsys, monkeypa
     assert not (repo / "results").exists()
 
 
+def test_a_published_notebook_carries_no_path_of_the_machine(repo):
+    """The staging folder reaches the kernel through $TOPOFL_OUTPUT_DIR: the injected
+    parameters say ``output_dir = None`` and papermill's record names the repository's
+    paths, not the folders the notebook ran in; yet the files went there and were
+    published. (The tiny notebook's own last output, the claim file's path, still names
+    its folder: what a notebook prints is its own.)"""
+    run(repo, "cpu")
+    nb = nbformat.read(repo / "results" / "notebooks" / "tiny_a.ipynb", as_version=4)
+    (injected,) = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert injected.source.splitlines()[1:] == ['profile = "cpu"', "output_dir = None"]
+    assert (nb.metadata.papermill.input_path, nb.metadata.papermill.output_path) == (
+        "notebooks/tiny_a.ipynb", "results/notebooks/tiny_a.ipynb")
+    assert (repo / "figures" / "tiny_a.png").read_text() == "tiny_a 1.0 cpu"
+
+
 def test_notebook_without_a_usable_parameters_cell_is_refused_first(repo):
     """No cell tagged parameters (papermill would inject above it) or a parameters cell that
     lacks output_dir: refused, naming the notebook, before anything is written."""

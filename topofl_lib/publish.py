@@ -549,6 +549,29 @@ def fit_notebook(path, limit: int | None = None) -> int:
     return size
 
 
+def repository_paths(path, name: str) -> None:
+    """Record papermill's input and output paths of the executed notebook ``name`` at
+    ``path`` as the repository's (``notebooks/<name>.ipynb``, ``results/notebooks/...``),
+    not the folders of the machine that ran it (rewritten atomically).
+
+    Parameters
+    ----------
+    path : path
+        The executed notebook.
+    name : str
+        The notebook's name.
+    """
+    path = Path(path)
+    nb = nbformat.read(path, as_version=4)
+    record = nb.metadata.get("papermill")
+    if not record:
+        return
+    record["input_path"] = f"notebooks/{name}.ipynb"
+    record["output_path"] = f"results/notebooks/{name}.ipynb"
+    text = nbformat.writes(nb)
+    write_text_atomic(path, text + ("" if text.endswith("\n") else "\n"))
+
+
 def _check_stage(stage: Path, name: str, claims: str, profile: str) -> Path:
     """The staged claim file, once the notebook's outputs are fit to publish."""
     staged_claims = stage / "results" / "claims"
@@ -565,6 +588,7 @@ def _check_stage(stage: Path, name: str, claims: str, profile: str) -> Path:
     if labels - {profile, *SETTING_PROFILES}:  # not-run and paper-data rows say so instead
         raise RuntimeError(f"notebook {name!r} ran under profile {profile!r} but its rows say "
                            f"{sorted(labels)}; nothing of it was published")
+    repository_paths(stage / f"{name}.ipynb", name)
     try:
         fit_notebook(stage / f"{name}.ipynb")
     except RuntimeError as exc:

@@ -37,8 +37,10 @@ the environment each notebook ran in (:mod:`topofl_lib.environment`: Python, pac
 versions, CPU, torch threads, OS, git commit and whether the code differed from it, the
 date); ``comparison.md`` links it.
 
-Each notebook runs with ``output_dir`` set to a fresh staging folder under
-``build/reproduce/staging/``; only when it has succeeded are its files moved into place
+Each notebook runs with its output folder set to a fresh staging folder under
+``build/reproduce/staging/`` (through ``$TOPOFL_OUTPUT_DIR``, with ``output_dir = None``
+injected, so that the published notebook carries no path of the machine that made it);
+only when it has succeeded are its files moved into place
 (:mod:`topofl_lib.publish`: a journal, ``os.replace`` per file, its stale files removed),
 and then ``claims.csv`` and ``comparison.md`` are regenerated from the per-notebook
 claim files, each written to a temporary file and renamed. A failed or interrupted
@@ -86,6 +88,7 @@ from .data.packaged import PACKAGED_DATASETS, fetch_packaged_datasets, fetch_rep
 from .environment import distribution_version, git_state, machine_record, run_record
 from .flower import cli as flower_cli
 from .notebook_params import COMMON, NOTEBOOKS, PROFILES, Notebook, parameters_cell
+from .outputs import ENV_OUTPUT
 from .progress import ENV_PROGRESS, ProgressWatcher
 from .publish import (
     Target,
@@ -485,7 +488,8 @@ def _run(names: list[str], registry: Mapping[str, Notebook], notebooks_dir: Path
         stage = run_dir / name
         executed = stage / f"{name}.ipynb"
         stage.mkdir()
-        params = {"profile": profile, "output_dir": str(stage)}
+        # the staging folder through the kernel's environment, not in the notebook
+        params = {"profile": profile, "output_dir": None}
         if "n_workers" in _passed(registry[name], workers):
             params["n_workers"] = workers
         store = run_store(notebooks_dir / f"{name}.ipynb", profile)
@@ -494,7 +498,8 @@ def _run(names: list[str], registry: Mapping[str, Notebook], notebooks_dir: Path
                        "$TOPOFL_CACHE_DIR moves it)", file=sys.stderr)
         progress_file = run_dir / f"{name}.progress.json"
         try:
-            with (_environment_variables(kernel_environment(kernel_env, progress_file)),
+            with (_environment_variables({**kernel_environment(kernel_env, progress_file),
+                                          ENV_OUTPUT: str(stage)}),
                   ProgressWatcher(progress_file, name, root=target.base)):
                 pm.execute_notebook(str(notebooks_dir / f"{name}.ipynb"), str(executed),
                                     parameters=params,
