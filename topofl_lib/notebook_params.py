@@ -570,7 +570,8 @@ _PAPER_DATA_CPU = "run the paper-data settings on the CPU when there is no CUDA 
 #: The deep pTopoFL notebook's protocol per profile. The privacy notebook's deep DP runs
 #: use the same values, so that its non-private runs are that notebook's (one run store).
 _DEEP_PROTOCOL = {
-    "quick": {"n_seeds": 1, "n_rounds": 2, "local_epochs": 1, "n_train": 2000, "n_test": 500},
+    # quick: a smoke run of the suite (1,000 images train 5 methods in 2 rounds)
+    "quick": {"n_seeds": 1, "n_rounds": 2, "local_epochs": 1, "n_train": 1000, "n_test": 500},
     "cpu": {"n_seeds": 3, "n_rounds": 10, "local_epochs": 1, "n_train": 12000, "n_test": 2000},
     "paper": {"n_seeds": 5, "n_rounds": 100, "local_epochs": 5, "n_train": 60000,
               "n_test": 10000},
@@ -882,7 +883,7 @@ NOTEBOOKS: dict[str, Notebook] = {
                "attacks": ["label_flip"],
                "attack_seeds": 1, "attack_clients": 1, "descriptor_iters": 20,
                "mia_targets": 4, "mia_shadows": 3, "deep_seeds": 1, "deep_rounds": 2,
-               "deep_n_train": 1500, "deep_n_test": 500},
+               "deep_n_train": 1000, "deep_n_test": 500},
         # the deep runs: ptopofl_deep's cpu protocol (10 rounds of 1 local epoch)
         paper={"n_seeds": 20, "attack_seeds": 5, "attack_clients": 2, "descriptor_iters": 300,
                "mia_targets": 40, "mia_shadows": 8, "deep_seeds": 20, "deep_rounds": 10,
