@@ -15,7 +15,6 @@ from ..outputs import atomic_path, write_text_atomic
 from ..prose import counted
 from .layout import dodge, grid_shape, page_width, panel_position
 from .palette import GREY, METHOD_COLOURS, PAPER_MARK, method_styles, rgba
-from .png import write_png
 
 __all__ = [
     "METHOD_COLOURS",
@@ -284,9 +283,7 @@ def save_figure(fig: go.Figure, name: str, figures_dir) -> list[Path]:
     interrupted run never leaves a partial figure. The HTML files share one
     ``plotly.min.js`` in ``figures_dir``, written once (also atomically), so they open
     offline. PNG export uses kaleido, which needs Chromium (Debian package
-    ``chromium``), one Chromium for every figure of the process
-    (:func:`~topofl_lib.viz.png.write_png`); without it a warning is issued once and
-    only HTML is written.
+    ``chromium``); without it a warning is issued once and only HTML is written.
 
     Parameters
     ----------
@@ -314,7 +311,7 @@ def save_figure(fig: go.Figure, name: str, figures_dir) -> list[Path]:
         try:
             png = out / f"{name}.png"
             with atomic_path(png) as tmp:
-                write_png(fig, tmp, scale=1.5)
+                fig.write_image(tmp, format="png", scale=1.5)
             written.append(png)
         except Exception as exc:  # kaleido raises several types when Chromium is missing
             _PNG_FAILED = True
