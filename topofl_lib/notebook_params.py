@@ -714,10 +714,10 @@ NOTEBOOKS: dict[str, Notebook] = {
                "datasets": ["iris", "blobs2d", "mnist5k"], "local_counts": [5, 15, 30],
                "client_counts": [100], "scalability_seeds": 1, "table1_seeds": 2,
                "scaling_epsilons": [1000.0, 0.1]},
-        paper={"n_seeds": 10, "epsilons": [1000.0, 100.0, 10.0, 1.0, 0.1, 0.05, 0.01],
+        paper={"n_seeds": 20, "epsilons": [1000.0, 100.0, 10.0, 1.0, 0.1, 0.05, 0.01],
                "datasets": [d for d in CLUSTERING_DATASETS if d != "waveform"],
                "local_counts": [5, 15, 30, 60], "client_counts": [100, 1000],
-               "scalability_seeds": 10, "table1_seeds": 20,
+               "scalability_seeds": 20, "table1_seeds": 20,
                "scaling_epsilons": [1000.0, 1.0, 0.1, 0.05, 0.01]},
         execution={"data_dir": _DATA_DIR}),
     "privacy_analysis": Notebook(
