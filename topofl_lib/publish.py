@@ -535,8 +535,7 @@ def fit_notebook(path, limit: int | None = None) -> int:
             data = output.get("data", {})
             if PLOTLY_MIME in data and "image/png" in data:
                 del data[PLOTLY_MIME]
-    text = nbformat.writes(nb)
-    text += "" if text.endswith("\n") else "\n"  # as nbformat.write ends a file
+    text = _notebook_text(nb)
     size = len(text.encode())
     if size > limit:
         largest = ", ".join(f"cell {i} {kind} ({n / 1e6:.2f} MB)"
@@ -568,8 +567,13 @@ def repository_paths(path, name: str) -> None:
         return
     record["input_path"] = f"notebooks/{name}.ipynb"
     record["output_path"] = f"results/notebooks/{name}.ipynb"
+    write_text_atomic(path, _notebook_text(nb))
+
+
+def _notebook_text(nb) -> str:
+    """``nb`` as the text of a notebook file (ending in a newline, as nbformat.write does)."""
     text = nbformat.writes(nb)
-    write_text_atomic(path, text + ("" if text.endswith("\n") else "\n"))
+    return text + ("" if text.endswith("\n") else "\n")
 
 
 def _check_stage(stage: Path, name: str, claims: str, profile: str) -> Path:
