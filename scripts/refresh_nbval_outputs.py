@@ -17,16 +17,19 @@ import sys
 import tempfile
 from pathlib import Path
 
-import nbformat
-import papermill as pm
-
 from topofl_lib._validation import OneLineArgumentParser
-from topofl_lib.reproduce import kernel_manager_config
 
 MARK = "# NBVAL_CHECK_OUTPUT"
 
 
 def refresh(path: Path) -> None:
+    # imported here: a bad command line is refused in a fraction of a second, without
+    # papermill's and nbformat's imports (about 2 s; nbformat's JSON schema alone 1.3 s)
+    import nbformat
+    import papermill as pm
+
+    from topofl_lib.reproduce import kernel_manager_config
+
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["TOPOFL_OUTPUT_DIR"] = tmp
         os.environ["TOPOFL_CACHE_DIR"] = str(Path(tmp) / "runs")  # every run computed

@@ -135,6 +135,32 @@ class Client:
         """Number of training samples."""
         return int(self.X_train.shape[0])
 
+    def learner_data(self, learner, X: np.ndarray, noise_seed: int | None = None):
+        """The client's training data in ``learner``'s form, with its per-load noise.
+
+        Parameters
+        ----------
+        learner : Learner
+            The fit's learner (:class:`topofl_lib.core.Learner`).
+        X : ndarray of shape (n_train, n_inputs)
+            What the method trains on for ``X_train`` (its features, or ``X_train``).
+        noise_seed : int, optional
+            The seed of the noise a client with ``load_noise_sd > 0`` adds to every
+            mini-batch the learner loads (needed then; unused without noise).
+
+        Returns
+        -------
+        object
+            ``learner.client_data``'s result.
+        """
+        if self.load_noise_sd == 0:
+            return learner.client_data(X, self.y_train)
+        if noise_seed is None:
+            raise ValueError(f"a client with load_noise_sd={self.load_noise_sd} needs a "
+                             "noise_seed for its per-load noise")
+        return learner.client_data(X, self.y_train, noise_sd=self.load_noise_sd,
+                                   noise_seed=noise_seed)
+
 
 @dataclass(frozen=True)
 class FederatedScenario:
@@ -209,3 +235,9 @@ class FederatedScenario:
     def honest(self) -> np.ndarray:
         """Boolean mask of honest clients."""
         return np.array([not c.adversarial for c in self.clients])
+
+    @property
+    def load_noise_levels(self) -> list[float]:
+        """The distinct positive ``load_noise_sd`` of its clients, every round's, sorted."""
+        return sorted({c.load_noise_sd for cl in (self.clients, *self.schedule.values())
+                       for c in cl if c.load_noise_sd > 0})

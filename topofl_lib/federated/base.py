@@ -18,15 +18,9 @@ local model), and every model a client deploys is checked after each round's
 aggregation. Each raises with the client and the round named. The checks only read
 the vectors, so they change no number and no random draw.
 
-Per-load noise (:attr:`~topofl_lib.core.Client.load_noise_sd`, FedTopo's N-skew read as
-a data-loading transform): the engine hands each noisy client's sd and a seed
-(:func:`~topofl_lib.federated.local.load_noise_seed` of the run's seed and the client's
-index) to the learner, which adds a fresh draw to every mini-batch its ``gradient``
-loads. An algorithm that reads the clients' training inputs anywhere else (descriptors,
-feature means, a second forward pass, repeated steps on one batch) would see them
-clean, so only a class that declares ``load_noise = True`` *in its own body* accepts
-such clients (the flag is not inherited: a subclass is refused until it is checked);
-the others raise naming the method.
+Per-load noise (:attr:`~topofl_lib.core.Client.load_noise_sd`) is the client's own
+(:meth:`~topofl_lib.core.Client.learner_data`); which methods accept it, and its seed:
+:mod:`topofl_lib.federated.load_noise`.
 
 Models are flat parameter vectors; what a vector means (logistic regression by
 default, a torch network when ``model`` is a :class:`topofl_lib.deep.TorchModel`) is
@@ -45,7 +39,6 @@ random draw.
 from __future__ import annotations
 
 import hashlib
-from numbers import Integral
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -61,8 +54,8 @@ from .._validation import (
 )
 from ..core.containers import FederatedScenario
 from ..core.learner import ModelClass
-from ..core.seeds import draw_seed
 from ..data.preprocessing import client_scaler, standardise_clients
+from .load_noise import applies_load_noise, noise_entropy
 from .local import (
     LogisticLearner,
     client_streams,
@@ -349,52 +342,22 @@ class FederatedAlgorithm(BaseEstimator):
 
     @classmethod
     def applies_load_noise(cls) -> bool:
-        """Whether this class accepts clients with per-load noise: ``load_noise = True``
-        in its own body (an inherited flag does not count).
+        """Whether this class accepts clients with per-load noise
+        (:func:`~topofl_lib.federated.load_noise.applies_load_noise`).
 
         Returns
         -------
         bool
         """
-        return vars(cls).get("load_noise", False) is True
-
-    def _check_load_noise(self, scenario: FederatedScenario) -> None:
-        """Refuse per-load noise this fit could not apply to everything it trains on."""
-        noisy = sorted({c.load_noise_sd for cl in (scenario.clients, *scenario.schedule.values())
-                        for c in cl if c.load_noise_sd > 0})
-        if not noisy:
-            return
-        if not self.applies_load_noise():
-            raise ValueError(
-                f"{type(self).__name__} ({self.name}) cannot apply per-load noise, and the "
-                f"scenario has clients with load_noise_sd in {noisy}: the method does not "
-                "train on the learner's mini-batches alone (it reads the training inputs "
-                "elsewhere, or steps more than once on one batch), or has not been checked "
-                "for it; use a method that applies it (FedAvg, FedTopo...) or the "
-                "scenario's noise='fixed'")
-        if self.evaluation_["standardise"]:
-            raise ValueError("per-load noise (load_noise_sd) is in the scenario's units, but "
-                             "standardise=True rescales the inputs; use standardise=False")
-        seed = self.random_state
-        self._noise_entropy = (int(seed) if isinstance(seed, Integral)
-                               and not isinstance(seed, bool) else draw_seed(self._rng))
+        return applies_load_noise(cls)
 
     def _load_client(self, k: int, client) -> None:
-        """(Re)build client ``k``'s training and test arrays (round 0 and schedule changes).
-
-        A client with per-load noise gets it from the learner, seeded by
-        :func:`~topofl_lib.federated.local.load_noise_seed` (the run's seed, ``k`` and the
-        round whose data are loaded; a run without an int seed draws the base once from
-        its generator), so the same seed gives the same noise.
-        """
+        """(Re)build client ``k``'s training and test arrays (round 0 and schedule changes)."""
         self._clients[k] = client
-        X = self._features(k, client.X_train)
-        if client.load_noise_sd > 0:
-            seed = load_noise_seed(self._noise_entropy, k, self._round_number or 0)
-            self._data[k] = self.learner_.client_data(
-                X, client.y_train, noise_sd=client.load_noise_sd, noise_seed=seed)
-        else:
-            self._data[k] = self.learner_.client_data(X, client.y_train)
+        seed = (None if self._noise_entropy is None else
+                load_noise_seed(self._noise_entropy, k, self._round_number or 0))
+        self._data[k] = client.learner_data(self.learner_, self._features(k, client.X_train),
+                                            seed)
         self._n[k] = client.n_train
         self._tests[k] = (self._features(k, client.X_test), client.y_test)
 
@@ -413,7 +376,8 @@ class FederatedAlgorithm(BaseEstimator):
         if self.evaluation_["standardise"]:
             scenario = standardise_clients(scenario)
         self._rng = check_random_state(self.random_state)
-        self._check_load_noise(scenario)
+        self._noise_entropy = noise_entropy(self, scenario, self.evaluation_["standardise"],
+                                            self._rng)
         self._optima = {}
         clients = list(scenario.clients)
         self._round_number = None
