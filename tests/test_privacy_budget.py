@@ -16,6 +16,7 @@ from topofl_lib.privacy import (
     ClientLevelDP,
     GaussianMechanism,
     PrivacyAccountant,
+    budget,
     calibrate_noise_multiplier,
     split_budget,
 )
@@ -76,6 +77,28 @@ def test_per_client_releases_are_calibrated_for_the_client_that_spends_most():
         spent.append(ledger.gaussian(out["noise_multiplier"], sample_rate=q, count=n,
                                      round=1).epsilon(DELTA))
     assert max(spent) == out["epsilon"] and min(spent) < out["epsilon"]
+
+
+@pytest.mark.parametrize(("releases", "n_searched"), [
+    ([(0.5, 4), (0.25, 4), (0.2, 3)], 1),  # the first searched (highest rate) needs most
+    ([(0.5, 2), (0.1, 400)], 2),  # it does not: the client with many releases is searched
+])
+def test_skipping_searches_keeps_the_largest_calibration_bit_for_bit(monkeypatch, releases,
+                                                                     n_searched):
+    """With RDP, split_budget searches only the clients that could need more noise than
+    the largest found so far; the result is the maximum of every client's own search."""
+    every = max(calibrate_noise_multiplier(3.0, DELTA, steps=n, sample_rate=q,
+                                           accounting="rdp") for q, n in releases)
+    searched = []
+
+    def counted(*args, **kwargs):
+        searched.append(kwargs["sample_rate"])
+        return calibrate_noise_multiplier(*args, **kwargs)
+
+    monkeypatch.setattr(budget, "calibrate_noise_multiplier", counted)
+    out = split_budget(3.0, DELTA, releases=releases, descriptor_share=0.0,
+                       accounting="rdp")
+    assert out["noise_multiplier"] == every and len(searched) == n_searched
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
