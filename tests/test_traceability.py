@@ -74,12 +74,7 @@ def test_readme_sections_equal_a_fresh_rendering():
 
 
 #: Published notebooks whose source has changed since, and why they wait.
-AWAITING: dict[str, str] = {
-    "gfc_clustering": "Tables 3 and 6 and the sweep at the paper's 20 seeds (10 published): "
-                      "the 20-seed run was made (4,465 s, 2026-12-02) and the prose corrected "
-                      "to its numbers; its publication (about an hour) waits for a machine "
-                      "free to run it",
-}
+AWAITING: dict[str, str] = {}
 
 
 def _cells(path: Path) -> list[tuple[str, str]]:
