@@ -75,6 +75,9 @@ html_theme_options = {
     # the sidebar shows the current page's branch only: the API has about 500 pages, and
     # a fully expanded tree on each would multiply the build time and the site's size
     "collapse_navigation": True,
+    # every part of the site in the top bar (the theme's default puts the sixth and later
+    # under "More")
+    "header_links_before_dropdown": 7,
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version", "theme-version"],
 }

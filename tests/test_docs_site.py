@@ -145,11 +145,15 @@ def crawl(site, browser) -> dict[Path, dict]:
 
 
 def test_the_site_has_its_pages(site, crawl):
-    """Not vacuous: the landing page, the notebooks and the API pages are all there."""
+    """Not vacuous: the landing page, the notebooks, the guides (one page per Markdown
+    file of docs/guide/) and the API pages are all there."""
     names = {p.relative_to(site).as_posix() for p in crawl}
+    guides = [f"guide/{p.stem}.html" for p in (REPO / "docs" / "guide").glob("*.md")]
+    assert len(guides) >= 7
     for name in ("index.html", "getting_started.html", "results.html", "scale.html",
                  "papers/ptopofl.html", "papers/fedtopo.html", "papers/gfc.html",
-                 "api/index.html", "api/modules/topofl_lib.federated.html"):
+                 "api/index.html", "api/modules/topofl_lib.federated.html",
+                 "guide/index.html", *guides):
         assert name in names
     assert sum(n.startswith("api/generated/") for n in names) > 50
 
@@ -234,15 +238,15 @@ def test_key_estimators_show_their_parameters(site, browser, name):
 
 
 def test_landing_page(site, browser):
-    """The landing page links the six parts of the site; its screenshot is kept."""
+    """The landing page links the seven parts of the site; its screenshot is kept."""
     page = browser.new_page()
     page.goto((site / "index.html").as_uri())
     nav = page.locator("ul.bd-navbar-elements").first.inner_text()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "landing.png"))
     page.close()
-    for title in ("Getting started", "Notebooks", "Results versus the papers", "The papers",
-                  "Running at scale", "API reference"):
+    for title in ("Getting started", "Notebooks", "Results versus the papers", "Guides",
+                  "The papers", "Running at scale", "API reference"):
         assert title in nav
 
 

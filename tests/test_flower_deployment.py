@@ -1,11 +1,12 @@
-"""The README's deployment across machines ("Across machines"), run on one machine.
+"""The Flower guide's deployment across machines (``docs/guide/flower.md``, "Across
+machines"), run on one machine.
 
 Every "machine" is a folder of its own (its credentials, data and ``FLWR_HOME``) and a
 loopback address of its own: the SuperLink listens on 127.0.0.2 with a certificate for
 that address, the two SuperNodes bind their Runtime APIs on 127.0.0.3 and 127.0.0.4 (the
 same port on both) and connect to 127.0.0.2, and the operator's ``flwr`` CLI reaches the
 SuperLink through a connection that trusts only the federation's CA. The commands are
-the README's, in its order; only ``ca.pem`` and the public keys travel between folders.
+the guide's, in its order; only ``ca.pem`` and the public keys travel between folders.
 Flower runs unpatched (no ``--fast-waits``): each node's ClientApps run under Flower's
 own SuperExec, one ``flwr-clientapp`` process per message. Every process started here is
 stopped at the end, also on failure.

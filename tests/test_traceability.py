@@ -1,6 +1,7 @@
 """One source for every measured number (issue 24, item 1).
 
-Every decimal number in the README outside its rendered sections, and in the Markdown
+Every decimal number in the README and the guides (``docs/guide/*.md``) outside their
+rendered sections, and in the Markdown
 cells of every executed notebook in ``results/notebooks/``, traces to the committed
 results (:mod:`topofl_lib.traceability` states the rule); the README's rendered
 sections equal a fresh rendering from the committed results; a planted wrong number
@@ -22,6 +23,7 @@ from topofl_lib import readme_sections as rs
 from topofl_lib.publish import Target, publish, write_readme_sections
 from topofl_lib.readme_sections import (
     SECTIONS,
+    documents,
     notebook_tables,
     render_readme,
     stale_sections,
@@ -46,6 +48,8 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "results"
 README = REPO / "README.md"
 EXECUTED = sorted((RESULTS / "notebooks").glob("*.ipynb"))
+DOCUMENTS = documents(REPO)
+FINDINGS = REPO / "docs" / "guide" / "findings.md"  # the results' prose, out of the README
 RENDERED = {"coverage", "ptopofl_table1_auc", "ptopofl_table1_acc", "fedtopo_table1",
             "fedtopo_comparison", "ptopofl_deep_table2", "ptopofl_dp_cost"}
 
@@ -58,19 +62,34 @@ def report(found) -> str:
 # -- the committed README and notebooks ----------------------------------------------
 
 
-def test_readme_numbers_trace_to_committed_results():
-    found = untraced_readme(README, RESULTS)
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_readme_numbers_trace_to_committed_results(path):
+    """The README's numbers, and the guides' (docs/guide/*.md), by the same rule."""
+    found = untraced_readme(path, RESULTS)
     assert not found, report(found)
 
 
 def test_readme_sections_equal_a_fresh_rendering():
+    """Every rendered section of the README and the guides equals a fresh rendering, and
+    every renderer has a place in them."""
+    names = set()
+    for path in DOCUMENTS:
+        text = path.read_text(encoding="utf-8")
+        names |= {s.name for s in sections(text)}
+        stale = stale_sections(text, RESULTS)
+        assert not stale, f"{path.name}: sections differ from the committed results " \
+            "(re-render with topofl_lib.readme_sections.write_readme): " + ", ".join(
+                f"{s.name!r} (line {s.line})" for s in stale)
+        assert render_readme(text, RESULTS) == text
+    assert names == RENDERED
+
+
+def test_the_readme_is_a_front_door():
+    """At most 300 lines; what it no longer holds is in a guide it links."""
     text = README.read_text(encoding="utf-8")
-    assert {s.name for s in sections(text)} == RENDERED
-    stale = stale_sections(text, RESULTS)
-    assert not stale, "README sections differ from the committed results (re-render with " \
-        "topofl_lib.readme_sections.write_readme): " + ", ".join(
-            f"{s.name!r} (line {s.line})" for s in stale)
-    assert render_readme(text, RESULTS) == text
+    assert text.count("\n") <= 300
+    guides = [p for p in DOCUMENTS if p != README]
+    assert guides and all(f"(docs/guide/{p.name})" in text for p in guides)
 
 
 #: Published notebooks whose source has changed since, and why they wait.
@@ -129,22 +148,30 @@ def planted(text: str, after: str, line: str) -> tuple[str, int]:
 
 
 def test_a_number_planted_in_the_readme_fails(tmp_path):
-    text, line = planted(README.read_text(encoding="utf-8"), "Local-only falls just as much",
+    """In the guide that holds the results' prose (moved there from the README), and in
+    the README itself."""
+    text, line = planted(FINDINGS.read_text(encoding="utf-8"), "Local-only falls just as much",
                          "  Planted: the AUC fell by 12.3456 here.")
-    copy = tmp_path / "README.md"
+    copy = tmp_path / "findings.md"
     copy.write_text(text, encoding="utf-8")
     found = untraced_readme(copy, RESULTS)
     assert [(u.path, u.line, u.number) for u in found] == [(str(copy), line, "12.3456")]
-    assert f"README.md line {line}: '12.3456'" in str(found[0])
-
-
-@pytest.mark.parametrize("real, wrong", [("0.775 ± 0.047", "0.757 ± 0.047"),
-                                         ("(0.921 → 0.754)", "(0.912 → 0.754)"),
-                                         ("+9.35 and +2.92 points", "+9.35 and +2.29 points")])
-def test_a_changed_digit_in_readme_prose_fails(tmp_path, real, wrong):
-    text = README.read_text(encoding="utf-8")
-    assert text.count(real) == 1
+    assert f"findings.md line {line}: '12.3456'" in str(found[0])
+    text, line = planted(README.read_text(encoding="utf-8"), "Every other table, figure and",
+                         "Planted: it takes 12.3456 s.")
     copy = tmp_path / "README.md"
+    copy.write_text(text, encoding="utf-8")
+    assert [(u.line, u.number) for u in untraced_readme(copy, RESULTS)] == [(line, "12.3456")]
+
+
+@pytest.mark.parametrize("guide, real, wrong", [
+    ("notebook_guide", "0.775 ± 0.047", "0.757 ± 0.047"),
+    ("findings", "(0.921 → 0.754)", "(0.912 → 0.754)"),
+    ("findings", "+9.35 and +2.92 points", "+9.35 and +2.29 points")])
+def test_a_changed_digit_in_readme_prose_fails(tmp_path, guide, real, wrong):
+    text = (FINDINGS.parent / f"{guide}.md").read_text(encoding="utf-8")
+    assert text.count(real) == 1
+    copy = tmp_path / f"{guide}.md"
     copy.write_text(text.replace(real, wrong), encoding="utf-8")
     found = untraced_readme(copy, RESULTS)
     line = text[:text.index(real)].count("\n") + 1

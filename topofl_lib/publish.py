@@ -55,7 +55,7 @@ from ._bounded_files import BoundedFileError, read_json
 from .claims_summary import assign_protocols, comparison_document
 from .environment import ENVIRONMENT_FILE, add_notebook
 from .outputs import write_text_atomic
-from .readme_sections import write_readme
+from .readme_sections import documents, write_readme
 from .results import (
     CLAIM_COLUMNS,
     PAPER_DATA_PROFILE,
@@ -346,12 +346,15 @@ def write_summary(results_dir) -> None:
 
 
 def write_readme_sections(target: Target) -> bool:
-    """Re-render the README's marked sections from the target's published results.
+    """Re-render the marked sections of the README and the guides from the target's
+    published results.
 
-    Only a published target has a README (``target.base / "README.md"``); the text
-    between each ``<!-- topofl:begin NAME -->`` / ``<!-- topofl:end NAME -->`` pair is
-    rewritten (atomically) from ``results/`` by :func:`topofl_lib.readme_sections.write_readme`,
-    nothing else. Called right after :func:`write_summary`.
+    Only a published target has them (``target.base``'s
+    :func:`~topofl_lib.readme_sections.documents`); the text between each
+    ``<!-- topofl:begin NAME -->`` / ``<!-- topofl:end NAME -->`` pair is rewritten
+    (atomically, file by file) from ``results/`` by
+    :func:`topofl_lib.readme_sections.write_readme`, nothing else. Called right after
+    :func:`write_summary`.
 
     Parameters
     ----------
@@ -361,16 +364,17 @@ def write_readme_sections(target: Target) -> bool:
     Returns
     -------
     bool
-        Whether the README was rewritten.
+        Whether a document was rewritten.
 
     Raises
     ------
     topofl_lib.traceability.SectionError
-        The README's markers are malformed (the message names the line).
+        A document's markers are malformed (the message names the line).
     """
     if not target.published:
         return False
-    return write_readme(target.base / "README.md", target.results)
+    written = [write_readme(path, target.results) for path in documents(target.base)]
+    return any(written)
 
 
 @contextmanager

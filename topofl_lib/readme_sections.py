@@ -1,6 +1,7 @@
 """The README's result tables, rendered from the committed results by the publisher.
 
-The README's tables of results lie between ``<!-- topofl:begin NAME -->`` and
+The README and the guides of ``docs/guide/`` (:func:`documents`) are Markdown; their
+tables of results lie between ``<!-- topofl:begin NAME -->`` and
 ``<!-- topofl:end NAME -->`` lines (:func:`topofl_lib.traceability.sections` finds and
 checks them); each is filled from ``results/`` by the function registered under
 ``NAME`` (:data:`SECTIONS`, :func:`register_section`): the claim rows, the paper's
@@ -42,15 +43,40 @@ from .traceability import (
 
 __all__ = [
     "FEDTOPO_COMPARISON_HEADING",
+    "GUIDES",
     "SECTIONS",
     "Table",
     "notebook_markdown",
     "notebook_tables",
     "register_section",
+    "documents",
     "render_readme",
     "stale_sections",
     "write_readme",
 ]
+
+
+#: The folder of the guides (Markdown, one page of the documentation site each), from
+#: the repository root.
+GUIDES = Path("docs") / "guide"
+
+
+def documents(base) -> list[Path]:
+    """The Markdown documents whose results are rendered and traced: the README, then
+    the guides (``docs/guide/*.md``) in name order; those that exist.
+
+    Parameters
+    ----------
+    base : str or Path
+        The repository root.
+
+    Returns
+    -------
+    list of Path
+    """
+    base = Path(base)
+    return [p for p in [base / "README.md", *sorted((base / GUIDES).glob("*.md"))]
+            if p.is_file()]
 
 
 #: Section name -> function(results_dir) -> the section's Markdown.

@@ -21,6 +21,12 @@ file only when its content changed:
 * ``_generated/comparison.rst``: ``results/comparison.md`` in reStructuredText (pandoc,
   from the ``pypandoc-binary`` wheel, which nbsphinx runs too), without its title,
   included by ``results.rst``.
+* ``guide/NAME.rst``: each guide ``guide/NAME.md`` (the README's longer sections,
+  Markdown so that their code blocks run as tests and their numbers are traced like the
+  README's) in reStructuredText, the same way; its figures are copied into
+  ``_generated/figures/``, its links into the repository point at the site's own page
+  for the file (the results page, an executed notebook) or, where the site has none,
+  become plain text.
 
 It also adds the directive ``.. topofl-citation:: KEY``, the full reference and BibTeX
 entry of a paper from :mod:`topofl_lib.citation`, and skips inherited class members that
@@ -289,6 +295,64 @@ def write_comparison(root: Path, docs: Path) -> None:
     write_if_changed(docs / "_generated" / "comparison.rst", markdown_to_rst(body))
 
 
+# -- the guides --------------------------------------------------------------------------------
+
+#: Repository files that have a page of their own on the site, and that page (from guide/).
+SITE_PAGES = {"README.md": "../index.html", "results/comparison.md": "../results.html"}
+_LINK = re.compile(r"(!?)\[([^\]]*)\]\((?!https?:|mailto:)([^)\s]+)\)")
+_MARKER_LINE = re.compile(r"^<!-- topofl:(begin|end) [\w.-]+ -->[ \t]*\n?", re.MULTILINE)
+
+
+def _site_target(target: str, docs: Path) -> str | None:
+    """Where a guide's link goes on the site, relative to ``guide/``; None: nowhere (a
+    file of the repository the site does not carry), so the link's text stays alone."""
+    path, _, anchor = target.partition("#")
+    if not path.startswith("../../"):  # another guide, or a page of the site
+        return (path[:-3] + ".html" if path.endswith(".md") else path) + (
+            f"#{anchor}" if anchor and not path.endswith(".md") else "")
+    path = path[len("../../"):]
+    if path in SITE_PAGES:
+        return SITE_PAGES[path]
+    notebook = re.fullmatch(r"results/notebooks/(\w+)\.ipynb", path)
+    if notebook and (docs / "notebooks" / f"{notebook.group(1)}.ipynb").exists():
+        return f"../notebooks/{notebook.group(1)}.html"
+    return None
+
+
+def _site_links(text: str, root: Path, docs: Path) -> str:
+    """A guide's links and images as the site has them: figures copied into
+    ``_generated/figures/``, links into the repository onto the site's pages."""
+    def replace(m: re.Match) -> str:
+        image, label, target = m.groups()
+        if image:
+            source = (docs / GUIDE_FOLDER / target).resolve()
+            if not source.is_relative_to(root / "figures") or not source.is_file():
+                raise ValueError(f"a guide shows {target!r}, not a file of figures/")
+            copy = docs / "_generated" / "figures" / source.name
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            if not copy.exists() or copy.read_bytes() != source.read_bytes():
+                copy.write_bytes(source.read_bytes())
+            return f"![{label}](../_generated/figures/{source.name})"
+        site = _site_target(target, docs)
+        return label if site is None else f"[{label}]({site})"
+    return _LINK.sub(replace, text)
+
+
+#: The guides' folder in ``docs/``: ``NAME.md`` (committed) becomes ``NAME.rst`` (made).
+GUIDE_FOLDER = "guide"
+
+
+def write_guides(root: Path, docs: Path) -> list[str]:
+    """Each guide ``docs/guide/NAME.md`` as the page ``docs/guide/NAME.rst`` (pandoc)."""
+    names = []
+    for source in sorted((docs / GUIDE_FOLDER).glob("*.md")):
+        text = _MARKER_LINE.sub("", source.read_text(encoding="utf-8"))
+        page = markdown_to_rst(_site_links(text, root, docs))
+        write_if_changed(source.with_suffix(".rst"), page)
+        names.append(source.stem)
+    return names
+
+
 # -- the citation directive --------------------------------------------------------------------
 
 class CitationDirective(Directive):
@@ -335,8 +399,9 @@ def generate(app: Sphinx, config: Config) -> None:
     n_modules, n_classes = write_api_pages(docs)
     notebooks = copy_notebooks(root, docs)
     write_comparison(root, docs)
-    logger.info("topofl_docs: %d API module pages, %d class pages, %d notebooks",
-                n_modules, n_classes, len(notebooks))
+    guides = write_guides(root, docs)
+    logger.info("topofl_docs: %d API module pages, %d class pages, %d notebooks, %d guides",
+                n_modules, n_classes, len(notebooks), len(guides))
 
 
 def setup(app: Sphinx) -> dict:

@@ -5,7 +5,7 @@
 ``--isolation process`` (its arguments are passed on unchanged; they must include
 ``--isolation process``, ``--port`` and ``--superexec-auth-secret-file``) together with
 the ClientApp executor that ``--isolation process`` expects to be started beside it.
-This is how a SuperNode is started on a machine of its own (README, "Across machines")
+This is how a SuperNode is started on a machine of its own (the Flower guide, "Across machines")
 and by :class:`~topofl_lib.flower.LocalFederation`, which forks its nodes from ``python
 -m topofl_lib.flower.node --zygote`` (:func:`serve`), a process that has imported all
 this once, so each starts in milliseconds.

@@ -20,7 +20,7 @@
   register`` command, all in one process.
 
 :func:`main` is the command line (``python -m topofl_lib.flower.security tls | node-key
-| secret | register``), which the README's deployment across machines uses.
+| secret | register``), which the Flower guide's deployment across machines uses.
 
 Private keys and secrets are created with mode 0600 (``os.open`` with ``O_CREAT |
 O_EXCL``: never readable by others, not even for a moment) where they are used: a local

@@ -5,7 +5,7 @@ nothing of Flower is patched), after importing what it serves with and moving th
 objects out of the garbage collector's reach (``gc.freeze``): they never become garbage,
 and a full collection would otherwise walk all of them while the SuperLink answers
 hundreds of requests per round. :class:`~topofl_lib.flower.LocalFederation` starts its
-SuperLink so, and so does the README's deployment across machines (plain
+SuperLink so, and so does the Flower guide's deployment across machines (plain
 ``flower-superlink`` works as well).
 """
 
