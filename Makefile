@@ -83,7 +83,10 @@ reproduce: setup
 # The output ends with the slowest tests and the wall time of each stage; the notebooks'
 # run store is made fresh, so every run is computed. The data folder is an empty one, so
 # the notebooks' checked outputs do not depend on which datasets `make setup` could fetch
-# (the loaders are tested on format-true files the tests write).
+# (the loaders are tested on format-true files the tests write). The notebooks' figures
+# are written as HTML only (TOPOFL_FIGURES=html): each PNG export starts a Chromium
+# (about 3 core-seconds; some 65 of them made a fifth of the suite's CPU), and
+# tests/test_figures.py checks the export itself.
 test: $(STAMP) system
 	@t1=$$(date +%s); \
 	echo "$(PY) -m ruff check $(LINTED)"; $(PY) -m ruff check $(LINTED) || exit $$?; t2=$$(date +%s); \
@@ -91,7 +94,7 @@ test: $(STAMP) system
 	rm -rf $(CURDIR)/build/test-output/runs; \
 	echo "$(PY) -m pytest $(PYTEST_ARGS)"; \
 	TOPOFL_OUTPUT_DIR=$(CURDIR)/build/test-output TOPOFL_CACHE_DIR=$(CURDIR)/build/test-output/runs \
-	  TOPOFL_DATA_DIR=$(CURDIR)/build/test-output/no-data TOPOFL_DOCS_HTML=$(CURDIR)/build/docs/html $(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
+	  TOPOFL_FIGURES=html TOPOFL_DATA_DIR=$(CURDIR)/build/test-output/no-data TOPOFL_DOCS_HTML=$(CURDIR)/build/docs/html $(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
 	t4=$$(date +%s); \
 	echo "make test wall time: set-up $$((t1 - $(T0))) s, ruff $$((t2 - t1)) s, docs $$((t3 - t2)) s, pytest $$((t4 - t3)) s; total $$((t4 - $(T0))) s"; \
 	exit $$status

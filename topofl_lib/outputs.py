@@ -21,11 +21,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["ENV_OUTPUT", "atomic_path", "check_unpublished", "output_dirs", "repository_root",
-           "write_text_atomic"]
+__all__ = ["ENV_FIGURES", "ENV_OUTPUT", "atomic_path", "check_unpublished", "output_dirs",
+           "repository_root", "write_text_atomic"]
 
 #: Environment variable naming the output folder of notebook runs (``make test`` sets it).
 ENV_OUTPUT = "TOPOFL_OUTPUT_DIR"
+#: Environment variable saying which files a saved figure gets: ``"html+png"`` (default)
+#: or ``"html"`` (:func:`topofl_lib.viz.figures.figure_formats`; ``make test`` sets it).
+ENV_FIGURES = "TOPOFL_FIGURES"
 
 #: The published folders, relative to the repository root.
 PUBLISHED = ("figures", "results")

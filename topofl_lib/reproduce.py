@@ -88,7 +88,7 @@ from .data.packaged import PACKAGED_DATASETS, fetch_packaged_datasets, fetch_rep
 from .environment import distribution_version, git_state, machine_record, run_record
 from .flower import cli as flower_cli
 from .notebook_params import COMMON, NOTEBOOKS, PROFILES, Notebook, parameters_cell
-from .outputs import ENV_OUTPUT
+from .outputs import ENV_FIGURES, ENV_OUTPUT
 from .progress import ENV_PROGRESS, ProgressWatcher
 from .publish import (
     Target,
@@ -482,6 +482,8 @@ def _run(names: list[str], registry: Mapping[str, Notebook], notebooks_dir: Path
                              "files cannot be moved into place atomically")
     machine, git = machine_record(), git_state(notebooks_dir)
     kernel_env = {"PLOTLY_RENDERER": figure_renderer()}
+    if target.published:  # every published figure has its PNG, whatever the shell says
+        kernel_env[ENV_FIGURES] = "html+png"
     bar = tqdm(names, desc=f"notebooks ({profile})", unit="nb")
     for name in bar:
         bar.set_postfix_str(name)

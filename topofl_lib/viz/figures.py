@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
-from ..outputs import atomic_path, write_text_atomic
+from ..outputs import ENV_FIGURES, atomic_path, write_text_atomic
 from ..prose import counted
 from .layout import dodge, grid_shape, page_width, panel_position
 from .palette import GREY, METHOD_COLOURS, PAPER_MARK, method_styles, rgba
@@ -21,12 +22,42 @@ __all__ = [
     "co_clustering_heatmap",
     "metric_curves",
     "metric_curves_against",
+    "FIGURE_FORMATS",
+    "figure_formats",
     "final_metric_panels",
     "paired_difference_plot",
     "save_figure",
 ]
 
 _PNG_FAILED = False
+#: What :func:`save_figure` may write (:data:`topofl_lib.outputs.ENV_FIGURES` chooses).
+#: ``make test`` sets ``"html"``: every PNG export starts a Chromium through kaleido
+#: (about 3 core-seconds each here, some 65 in the notebooks' quick runs), and the suite
+#: checks the export once on its own (``tests/test_figures.py``); ``reproduce`` sets
+#: ``"html+png"`` for every notebook it publishes.
+FIGURE_FORMATS = ("html+png", "html")
+
+
+def figure_formats() -> str:
+    """What :func:`save_figure` writes: ``$TOPOFL_FIGURES`` (:data:`ENV_FIGURES`), else
+    ``"html+png"``.
+
+    Returns
+    -------
+    str
+        One of :data:`FIGURE_FORMATS`.
+
+    Raises
+    ------
+    ValueError
+        The variable holds another value (the message names it).
+    """
+    value = os.environ.get(ENV_FIGURES, "html+png")
+    if value not in FIGURE_FORMATS:
+        raise ValueError(f"{ENV_FIGURES} must be one of {list(FIGURE_FORMATS)}, got {value!r}")
+    return value
+
+
 #: At most this many seeds and metric_curves draws each seed's value as a dot.
 SEED_DOTS_UP_TO = 5
 
@@ -277,7 +308,8 @@ def co_clustering_heatmap(matrix: pd.DataFrame, title: str | None = None) -> go.
 
 
 def save_figure(fig: go.Figure, name: str, figures_dir) -> list[Path]:
-    """Write ``fig`` as ``<name>.html`` and, where a Chromium is available, ``<name>.png``.
+    """Write ``fig`` as ``<name>.html`` and, where a Chromium is available, ``<name>.png``
+    (unless ``$TOPOFL_FIGURES`` is ``"html"``: :func:`figure_formats`).
 
     Each file is written atomically (a temporary file renamed over the target), so an
     interrupted run never leaves a partial figure. The HTML files share one
@@ -300,6 +332,7 @@ def save_figure(fig: go.Figure, name: str, figures_dir) -> list[Path]:
         The files written (the HTML file, then the PNG file when it could be made).
     """
     global _PNG_FAILED
+    png_wanted = figure_formats() == "html+png"
     out = Path(figures_dir)
     html = write_text_atomic(out / f"{name}.html",
                              fig.to_html(include_plotlyjs="directory", full_html=True))
@@ -307,7 +340,7 @@ def save_figure(fig: go.Figure, name: str, figures_dir) -> list[Path]:
     if not bundle.exists():
         write_text_atomic(bundle, get_plotlyjs())
     written = [html]
-    if not _PNG_FAILED:
+    if png_wanted and not _PNG_FAILED:
         try:
             png = out / f"{name}.png"
             with atomic_path(png) as tmp:
