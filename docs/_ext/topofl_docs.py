@@ -319,35 +319,36 @@ def _site_target(target: str, docs: Path) -> str | None:
     return None
 
 
-def _site_links(text: str, root: Path, docs: Path) -> str:
+def _site_links(text: str, source: Path, root: Path, docs: Path) -> str:
     """A guide's links and images as the site has them: figures copied into
     ``_generated/figures/``, links into the repository onto the site's pages."""
     def replace(m: re.Match) -> str:
         image, label, target = m.groups()
         if image:
-            source = (docs / GUIDE_FOLDER / target).resolve()
-            if not source.is_relative_to(root / "figures") or not source.is_file():
-                raise ValueError(f"a guide shows {target!r}, not a file of figures/")
-            copy = docs / "_generated" / "figures" / source.name
+            figure = (source.parent / target).resolve()
+            if not figure.is_relative_to(root / "figures") or not figure.is_file():
+                raise ValueError(f"{source.name} shows {target!r}, not a file of figures/")
+            copy = docs / "_generated" / "figures" / figure.name
             copy.parent.mkdir(parents=True, exist_ok=True)
-            if not copy.exists() or copy.read_bytes() != source.read_bytes():
-                copy.write_bytes(source.read_bytes())
-            return f"![{label}](../_generated/figures/{source.name})"
+            if not copy.exists() or copy.read_bytes() != figure.read_bytes():
+                copy.write_bytes(figure.read_bytes())
+            return f"![{label}](../_generated/figures/{figure.name})"
         site = _site_target(target, docs)
         return label if site is None else f"[{label}]({site})"
     return _LINK.sub(replace, text)
 
 
-#: The guides' folder in ``docs/``: ``NAME.md`` (committed) becomes ``NAME.rst`` (made).
-GUIDE_FOLDER = "guide"
-
-
 def write_guides(root: Path, docs: Path) -> list[str]:
-    """Each guide ``docs/guide/NAME.md`` as the page ``docs/guide/NAME.rst`` (pandoc)."""
+    """Each guide ``docs/guide/NAME.md`` (:func:`topofl_lib.readme_sections.documents`,
+    the README aside) as the page ``docs/guide/NAME.rst`` (pandoc)."""
+    from topofl_lib.readme_sections import documents
+
     names = []
-    for source in sorted((docs / GUIDE_FOLDER).glob("*.md")):
+    for source in documents(root):
+        if source.name == "README.md":
+            continue
         text = _MARKER_LINE.sub("", source.read_text(encoding="utf-8"))
-        page = markdown_to_rst(_site_links(text, root, docs))
+        page = markdown_to_rst(_site_links(text, source, root, docs))
         write_if_changed(source.with_suffix(".rst"), page)
         names.append(source.stem)
     return names
