@@ -1,9 +1,9 @@
-"""Rewrite each notebook's ``parameters`` cell from its declaration in ``NOTEBOOKS``.
+"""Rewrite each notebook's ``parameters`` cell from its declaration.
 
-A notebook parameter is declared once, in ``NOTEBOOKS`` of
-``topofl_lib/notebook_params.py`` (value spec, one-line help, profile values); the
-notebook's cell tagged ``parameters`` is rendered from it
-(``topofl_lib.notebook_params.parameters_cell_source``). After changing ``NOTEBOOKS``, run
+A notebook parameter is declared once: its type and help in ``topofl_lib/notebook_models.py``,
+its value in each profile in ``topofl_lib/profiles.toml``; the notebook's cell tagged
+``parameters`` (the quick values, each with its help and the other profiles' values) is
+rendered from them (``topofl_lib.notebook_params.parameters_cell_source``). After a change, run
 ``.venv/bin/python scripts/sync_parameters_cells.py`` from the repository root: it
 rewrites the source of every registered notebook's parameters cell that differs (its id,
 tags and every other cell stay) and names the files it changed.

@@ -404,7 +404,7 @@ def test_missing_femnist_names_its_files_folder_and_publisher(tmp_path):
 @needs_torch
 def test_every_reader_is_a_dataset_of_load_image_dataset():
     from topofl_lib.deep.datasets import DATASETS, FILE_DATASETS, OFFLINE_DATASETS
-    from topofl_lib.notebook_params import IMAGE_DATASETS
+    from topofl_lib.notebook_models import IMAGE_DATASETS
 
     assert set(FILE_DATASETS) == set(IMAGE_FILE_READERS) == {"cifar10", "cifar100", "mnist",
                                                              "femnist"}

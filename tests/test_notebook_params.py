@@ -9,16 +9,15 @@ import nbformat
 import papermill as pm
 import pytest
 
+from topofl_lib import notebook_params
+from topofl_lib.notebook_models import EXECUTION, Robustness
 from topofl_lib.notebook_params import (
     NOTEBOOKS,
     PROFILES,
-    Int,
-    ListOf,
+    VALUES_FILE,
     Notebook,
-    OneOf,
-    Real,
-    Record,
     _assigned,
+    load_notebooks,
     notebook_parameters,
     parameters_cell,
     parameters_cell_source,
@@ -30,38 +29,52 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize(("notebook", "bad", "error", "message"), [
-    ("ablation_theorems", {"betas": [2.0]}, ValueError, r"betas\[0\] must be <= 1.0, got 2.0"),
-    ("ablation_theorems", {"betas": 0.5}, TypeError, "betas must be a list, got 0.5"),
+    ("ablation_theorems", {"betas": [2.0]}, ValueError,
+     r"betas\[0\]: input should be less than or equal to 1, got 2.0"),
+    ("ablation_theorems", {"betas": 0.5}, TypeError,
+     "betas: input should be a valid list, got 0.5"),
     ("ablation_theorems", {"cluster_counts": [2, 9]}, ValueError,
-     r"cluster_counts\[1\] must be <= 8, got 9"),
-    ("ablation_theorems", {"etas": []}, ValueError, "etas must have at least 1 entry"),
-    ("robustness", {"rates": [0.0, 0.7]}, ValueError, r"rates\[1\] must be <= 0.5, got 0.7"),
+     r"cluster_counts\[1\]: input should be less than or equal to 8, got 9"),
+    ("ablation_theorems", {"etas": []}, ValueError, "etas: list should have at least 1 item"),
+    ("robustness", {"rates": [0.0, 0.7]}, ValueError,
+     r"rates\[1\]: input should be less than or equal to 0.5, got 0.7"),
     ("robustness", {"attacks": ["sign_flip"]}, ValueError,
-     r"attacks must contain \['label_flip'\]"),
-    ("robustness", {"rates": [0.3, 0.3]}, ValueError, "rates has repeated entries"),
-    ("gfc_clustering", {"datasets": ["iris", "irs"]}, ValueError, r"unknown datasets\[1\] 'irs'"),
-    ("gfc_clustering", {"epsilons": [1.0, 0.0]}, ValueError, r"epsilons\[1\] must be > 0.0"),
-    ("privacy_analysis", {"n_seeds": "3"}, TypeError, "n_seeds must be an int, got '3'"),
-    ("privacy_analysis", {"mia_sizes": [1]}, ValueError, r"mia_sizes\[0\] must be >= 2"),
-    ("privacy_analysis", {"deep": 3}, TypeError, r"deep must be a dict with keys \['epsilons'"),
+     r"attacks: must contain \['label_flip'\]"),
+    ("robustness", {"rates": [0.3, 0.3]}, ValueError, "rates: has repeated entries"),
+    ("gfc_clustering", {"datasets": ["iris", "irs"]}, ValueError,
+     r"datasets\[1\]: input should be 'iris', .* got 'irs'"),
+    ("gfc_clustering", {"epsilons": [1.0, 0.0]}, ValueError,
+     r"epsilons\[1\]: input should be greater than 0, got 0.0"),
+    ("privacy_analysis", {"n_seeds": "3"}, TypeError,
+     "n_seeds: input should be a valid integer, got '3'"),
+    ("privacy_analysis", {"mia_sizes": [1]}, ValueError,
+     r"mia_sizes\[0\]: input should be greater than or equal to 2"),
+    ("privacy_analysis", {"deep": 3}, TypeError, r"deep: input should be a valid dictionary"),
     ("privacy_analysis", {"deep": {"seeds": 2}}, ValueError,
-     r"deep must have the keys .* \(unknown: \['seeds'\], missing: \[\]\)"),
+     r"deep\['epsilons'\]: missing; .* deep\['seeds'\]: unknown parameter, got 2"),
     ("privacy_analysis", {"deep": {"n_seeds": 0}}, ValueError,
-     r"deep\['n_seeds'\] must be >= 1, got 0"),
+     r"deep\['n_seeds'\]: input should be greater than or equal to 1, got 0"),
     ("privacy_analysis", {"deep": {"level": "record"}}, ValueError,
-     r"unknown deep\['level'\] 'record'"),
+     r"deep\['level'\]: input should be 'client' or 'sample', got 'record'"),
     ("privacy_analysis", {"deep": {"epsilons": [3.0, 1.0]}}, ValueError,
-     r"deep\['epsilons'\] must be strictly increasing"),
-    ("continual_drift", {"n_rounds": 10}, ValueError, "n_rounds must be >= 11, got 10"),
+     r"deep\['epsilons'\]: must be strictly increasing"),
+    ("continual_drift", {"n_rounds": 10}, ValueError,
+     "n_rounds: input should be greater than or equal to 11, got 10"),
     ("continual_drift", {"drift_threshold": float("nan")}, ValueError,
-     "drift_threshold must be finite"),
-    ("fedtopo", {"loss_range": [0.5, 0.1]}, ValueError, "loss_range must be \"calibrate\" or"),
-    ("fedtopo", {"loss_range": "calibrated"}, ValueError, "loss_range must be"),
-    ("fedtopo", {"methods": ["FedAvg"]}, ValueError, r"methods must contain \['FedTopo'\]"),
-    ("ptopofl_deep", {"n_clients": 2}, ValueError, "n_clients must be >= 3, got 2"),
-    ("ptopofl_deep", {"alphas": [0.1, True]}, TypeError, r"alphas\[1\] must be a real number"),
-    ("scenario_a_healthcare", {"n_rounds": 0}, ValueError, "n_rounds must be >= 1, got 0"),
-    ("fedtopo", {"n_workers": 0}, ValueError, "n_workers must be >= 1, got 0"),
+     "drift_threshold: input should be a finite number"),
+    ("fedtopo", {"loss_range": [0.5, 0.1]}, ValueError,
+     "loss_range: input should be 'calibrate', got .*loss_range: must be strictly increasing"),
+    ("fedtopo", {"loss_range": "calibrated"}, ValueError, "loss_range: input should be"),
+    ("fedtopo", {"methods": ["FedAvg"]}, ValueError, r"methods: must contain \['FedTopo'\]"),
+    ("ptopofl_deep", {"n_clients": 2}, ValueError,
+     "n_clients: input should be greater than or equal to 3, got 2"),
+    ("ptopofl_deep", {"alphas": [0.1, True]}, TypeError,
+     r"alphas\[1\]: input should be a valid number, got True"),
+    ("scenario_a_healthcare", {"n_rounds": 0}, ValueError,
+     "n_rounds: input should be greater than or equal to 1, got 0"),
+    ("fedtopo", {"n_workers": 0}, ValueError,
+     "n_workers: input should be greater than or equal to 1, got 0"),
+    ("own_data", {"site": "a\nb"}, ValueError, "site: must be a non-empty one-line string"),
     ("scenario_b_benchmark", {"profile": "fast"}, ValueError, "unknown profile 'fast'"),
 ])
 def test_bad_parameters_name_parameter_and_value(notebook, bad, error, message, tmp_path):
@@ -74,10 +87,10 @@ def test_bad_parameters_name_parameter_and_value(notebook, bad, error, message, 
     assert namespace == {"output_dir": tmp_path, **bad}
 
 
-def test_none_takes_the_profile_value_and_overrides_say_custom(tmp_path):
-    """None fills from the profile; a changed value makes the rows' profile 'custom'."""
-    p = notebook_parameters("robustness", {"profile": "cpu", "n_seeds": None,
-                                           "output_dir": tmp_path})
+def test_missing_names_take_the_profile_value_and_overrides_say_custom(tmp_path):
+    """A parameter the namespace lacks takes the profile's value; a changed value makes the
+    rows' profile 'custom'."""
+    p = notebook_parameters("robustness", {"profile": "cpu", "output_dir": tmp_path})
     assert p.profile == "cpu"
     assert p.n_seeds == 10 and p.rates == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]
     assert (p.figures_dir, p.results_dir) == (tmp_path / "figures", tmp_path / "results")
@@ -92,14 +105,16 @@ def test_none_takes_the_profile_value_and_overrides_say_custom(tmp_path):
     loss = notebook_parameters("fedtopo", {"loss_range": [0.01, 2],
                                            "output_dir": tmp_path}).loss_range
     assert loss == [0.01, 2.0]
+    with pytest.raises(TypeError, match="n_seeds: input should be a valid integer, got None"):
+        notebook_parameters("robustness", {"n_seeds": None, "output_dir": tmp_path})
 
 
-def test_a_record_given_in_part_keeps_the_profiles_other_fields(tmp_path):
-    """A dict parameter (Record) is laid over the profile's: the fields given change (and
-    the run is custom), the others keep the profile's value; the full profile dict is not
-    custom; the profile's stored values never change through what a notebook gets."""
+def test_a_dict_parameter_is_given_whole_and_never_changes_the_profile(tmp_path):
+    """A dict parameter (the privacy notebook's deep runs) is checked field by field: a
+    changed field makes the run custom, the full profile dict does not; what a notebook
+    does to its copy never reaches the profile's stored values."""
     cpu = NOTEBOOKS["privacy_analysis"].values("cpu")["deep"]
-    cfg = notebook_parameters("privacy_analysis", {"profile": "cpu", "deep": {"n_seeds": 1},
+    cfg = notebook_parameters("privacy_analysis", {"profile": "cpu", "deep": {**cpu, "n_seeds": 1},
                                                    "output_dir": tmp_path})
     assert cfg.profile == "custom" and cfg.deep == {**cpu, "n_seeds": 1}
     assert list(cfg.deep) == list(cpu)
@@ -108,9 +123,8 @@ def test_a_record_given_in_part_keeps_the_profiles_other_fields(tmp_path):
     assert same.profile == "cpu"
     same.deep["epsilons"].append(100.0)
     assert NOTEBOOKS["privacy_analysis"].values("cpu")["deep"] == cpu
-    assert Record({"a": Int(low=0)}).check({"a": 2}, "r") == {"a": 2}
-    with pytest.raises(ValueError, match=r"missing: \['a'\]"):
-        Record({"a": Int(low=0)}).check({}, "r")
+    with pytest.raises(ValueError, match=r"deep\['level'\]: missing"):
+        notebook_parameters("privacy_analysis", {"deep": {"n_seeds": 1}, "output_dir": tmp_path})
 
 
 def test_validated_values_are_written_back_into_the_namespace(tmp_path):
@@ -134,23 +148,39 @@ def test_validated_values_are_written_back_into_the_namespace(tmp_path):
 
 
 def test_every_profile_value_is_valid_and_complete():
-    """Every notebook gives every parameter a valid value in every profile."""
+    """Every notebook gives every parameter a valid value in every profile, and the
+    profiles file holds exactly the notebooks there are models for."""
     for notebook in NOTEBOOKS.values():
         for profile in PROFILES:
-            values = notebook.values(profile)
-            assert set(values) == set(notebook.spec)
-    with pytest.raises(ValueError, match=r"profile 'quick': betas\[0\] must be <= 1.0"):
-        Notebook("x", spec={"betas": (ListOf(Real(0.0, 1.0)), "beta sweep")}, shared={},
-                 quick={"betas": [2.0]}, paper={"betas": [0.5]})
-    for entry in (ListOf(Real(0.0, 1.0)), (ListOf(Real(0.0, 1.0)), ""),
-                  (ListOf(Real(0.0, 1.0)), "two\nlines"), (ListOf(Real(0.0, 1.0)), ">= 0")):
-        with pytest.raises(ValueError, match=r"spec\['betas'\] must be \(value spec, one-line "
-                                             r"help\)"):
-            Notebook("x", spec={"betas": entry}, shared={"betas": [0.5]}, quick={}, paper={})
-    with pytest.raises(ValueError, match=r"execution\['n_threads'\] must be a one-line help of "
-                                         r"an EXECUTION parameter \['data_dir', 'n_workers', "
-                                         r"'paper_data_cpu'\]"):
-        Notebook("x", spec={}, shared={}, quick={}, paper={}, execution={"n_threads": "threads"})
+            assert list(notebook.values(profile)) == notebook.spec
+        assert set(notebook.execution) <= set(EXECUTION)
+    with pytest.raises(ValueError, match=r"profile 'quick': betas\[0\]: input should be less "
+                                         r"than or equal to 1, got 2.0"):
+        good = NOTEBOOKS["ablation_theorems"]
+        Notebook("x", good.model, {**good.profiles, "quick": {**good.profiles["quick"],
+                                                              "betas": [2.0]}})
+    with pytest.raises(ValueError, match=r"profile 'cpu': missing \['attacks'\]"):
+        values = NOTEBOOKS["robustness"].values("quick")
+        Notebook("x", Robustness, {"quick": values, "paper": values,
+                                   "cpu": {k: v for k, v in values.items() if k != "attacks"}})
+
+
+@pytest.mark.parametrize(("edit", "error", "match"), [
+    (lambda t: t.replace("n_seeds = 3\n", "n_seeds = -3\n", 1), ValueError,
+     r"notebook 'scenario_a_healthcare': profile 'quick': n_seeds: input should be greater"),
+    (lambda t: t.replace("[robustness]", "[robustnes]", 1), ValueError,
+     r"must hold the notebooks .*got .*'robustnes'"),
+    (lambda t: t.replace("n_rounds = 15", "n_rounds = [15", 1), ValueError, "not valid TOML"),
+    (lambda t: t.replace('claims = "robustness"\n', "", 1), ValueError, "needs 'claims'"),
+])
+def test_a_damaged_profiles_file_is_refused_naming_it(edit, error, match, tmp_path):
+    """A value out of range, an unknown or missing notebook, broken TOML: refused when the
+    file is read, naming the file (and the notebook and profile where there is one)."""
+    damaged = tmp_path / "profiles.toml"
+    damaged.write_text(edit(VALUES_FILE.read_text()))
+    with pytest.raises(error, match=match) as err:
+        load_notebooks(damaged)
+    assert str(damaged) in str(err.value)
 
 
 def _code_cells(name):
@@ -160,18 +190,23 @@ def _code_cells(name):
 
 @pytest.mark.parametrize("name", list(NOTEBOOKS))
 def test_parameters_cell_is_rendered_from_the_declaration(name):
-    """The tagged cell is exactly what NOTEBOOKS renders: profile, each declared parameter
-    = None with its help, output_dir."""
+    """The tagged cell is exactly what the declaration renders, and it shows what the
+    notebook runs: every parameter holds the quick profile's literal value (None only where
+    None is the value: the default folders), so the cell alone runs the quick profile."""
     params = _code_cells(name)[0]
     assert "parameters" in params.metadata.get("tags", [])
     assert params.source == parameters_cell_source(name), (
-        f"notebooks/{name}.ipynb's parameters cell differs from its declaration in "
-        "topofl_lib/notebook_params.py: run `python scripts/sync_parameters_cells.py`")
-    assigned = {t.id: n.value for n in ast.parse(params.source).body
+        f"notebooks/{name}.ipynb's parameters cell differs from its declaration "
+        "(topofl_lib/profiles.toml, notebook_models.py): run "
+        "`python scripts/sync_parameters_cells.py`")
+    assigned = {t.id: ast.literal_eval(n.value) for n in ast.parse(params.source).body
                 for t in n.targets if isinstance(t, ast.Name)}
-    assert assigned.pop("profile").value == "quick"
-    assert set(assigned) == {*NOTEBOOKS[name].spec, *NOTEBOOKS[name].execution, "output_dir"}
-    assert all(isinstance(v, ast.Constant) and v.value is None for v in assigned.values())
+    assert assigned.pop("profile") == "quick" and assigned.pop("output_dir") is None
+    declared = NOTEBOOKS[name]
+    assert assigned == {**declared.values("quick"),
+                        **{k: EXECUTION[k] for k in declared.execution}}
+    assert [k for k, v in assigned.items() if v is None] == (
+        ["data_dir"] if "data_dir" in declared.execution else [])
 
 
 @pytest.mark.parametrize("name", list(NOTEBOOKS))
@@ -204,8 +239,9 @@ def test_write_parameters_cell_rewrites_only_that_cell(tmp_path):
     assert path.read_text() == (REPO / "notebooks" / "robustness.ipynb").read_text()
     assert write_parameters_cell(path, "robustness") is False
     lines = parameters_cell_source("robustness").splitlines()
-    assert "n_seeds = None     # scenario realisations per attack rate" in lines
-    assert lines[-1].startswith("output_dir = None  # None: $TOPOFL_OUTPUT_DIR")
+    assert ("n_seeds = 3              # scenario realisations per attack rate; cpu, paper: 10"
+            in lines)
+    assert lines[-1].startswith("output_dir = None        # None: $TOPOFL_OUTPUT_DIR")
 
 
 def test_write_parameters_cell_names_an_unknown_notebook_before_reading_the_file(tmp_path):
@@ -214,9 +250,10 @@ def test_write_parameters_cell_names_an_unknown_notebook_before_reading_the_file
 
 
 @pytest.mark.parametrize(("name", "params", "message"), [
-    ("ablation_theorems", {"betas": [2.0]}, r"betas[0] must be <= 1.0, got 2.0"),
-    ("gfc_clustering", {"datasets": ["iris", "irs"]}, "unknown datasets[1] 'irs'"),
-    ("robustness", {"n_seeds": "ten"}, "n_seeds must be an int, got 'ten'"),
+    ("ablation_theorems", {"betas": [2.0]},
+     "betas[0]: input should be less than or equal to 1, got 2.0"),
+    ("gfc_clustering", {"datasets": ["iris", "irs"]}, "datasets[1]: input should be 'iris'"),
+    ("robustness", {"n_seeds": "ten"}, "n_seeds: input should be a valid integer, got 'ten'"),
 ])
 def test_papermill_bad_parameter_fails_first_cell_and_writes_nothing(
         name, params, message, tmp_path, monkeypatch):
@@ -299,12 +336,33 @@ def test_execution_parameters_never_make_a_run_custom():
     """n_workers changes how a notebook runs, not what it measures: the label stays."""
     quick = notebook_parameters("fedtopo", {"profile": "quick", "n_workers": 2})
     assert quick.profile == "quick" and quick.n_workers == 2
-    namespace = {"profile": "quick", "n_workers": None}
+    namespace = {"profile": "quick"}
     assert notebook_parameters("fedtopo", namespace).n_workers == 1 == namespace["n_workers"]
-    with pytest.raises(ValueError, match="n_workers must be >= 1, got 0"):
+    with pytest.raises(ValueError, match="n_workers: input should be greater than or equal "
+                                         "to 1, got 0"):
         notebook_parameters("fedtopo", {"profile": "quick", "n_workers": 0})
     robust = notebook_parameters("robustness", {"n_workers": 2})  # not its parameter: ignored
     assert "n_workers" not in robust.values
+
+
+def test_papermill_profile_takes_that_profiles_values_for_what_was_not_passed(monkeypatch):
+    """`papermill NB OUT -p profile cpu -p n_seeds 2`: the cell's quick values give way to
+    the cpu profile's, but n_seeds is the one passed (the run is custom); without a
+    profile passed the cell's values stand."""
+    cell = parameters_cell_source("robustness")
+    namespace = {k: v for k, v in NOTEBOOKS["robustness"].values("quick").items()}
+    injected = '# Parameters\nprofile = "cpu"\nn_seeds = 2\n'
+    monkeypatch.setattr(notebook_params, "_cells_run_before", lambda: [cell, injected])
+    cfg = notebook_parameters("robustness", {**namespace, "profile": "cpu", "n_seeds": 2})
+    cpu = NOTEBOOKS["robustness"].values("cpu")
+    assert cfg.values == {**cpu, "n_seeds": 2} and cfg.profile == "custom"
+    monkeypatch.setattr(notebook_params, "_cells_run_before",
+                        lambda: [cell, '# Parameters\nprofile = "cpu"\n'])
+    assert notebook_parameters("robustness", {**namespace, "profile": "cpu"}).values == cpu
+    monkeypatch.setattr(notebook_params, "_cells_run_before",
+                        lambda: [cell, "# Parameters\nn_seeds = 2\n"])
+    cfg = notebook_parameters("robustness", {**namespace, "n_seeds": 2})
+    assert cfg.values == {**namespace, "n_seeds": 2} and cfg.profile == "custom"
 
 
 @pytest.mark.parametrize("name", list(NOTEBOOKS))
@@ -389,7 +447,7 @@ def test_papermill_unknown_parameter_fails_naming_it_and_the_known_ones(tmp_path
 
 def test_papermill_parameters_overwritten_by_an_untagged_cell_fail(tmp_path, monkeypatch):
     """A parameters cell without its tag runs after papermill's values and resets them to
-    None: the check says so before anything is written (before: the profile's values ran
+    the quick values: the check says so before anything is written (before: the profile's values ran
     and wrote to the default folder)."""
     nb = nbformat.read(REPO / "notebooks" / "continual_drift.ipynb", as_version=4)
     first = next(c for c in nb.cells if c.cell_type == "code")
@@ -407,11 +465,11 @@ def test_papermill_parameters_overwritten_by_an_untagged_cell_fail(tmp_path, mon
 
 
 def test_parameters_cell_of_every_notebook_takes_what_reproduce_passes():
-    """Each registered notebook has one parameters cell setting profile, output_dir and its
-    execution parameters (what reproduce passes)."""
+    """Each registered notebook has one parameters cell setting profile, output_dir, every
+    parameter of its profiles and its execution parameters (what reproduce passes)."""
     for name, notebook in NOTEBOOKS.items():
         names = parameters_cell(REPO / "notebooks" / f"{name}.ipynb",
-                                ["profile", "output_dir", *notebook.execution])
+                                ["profile", "output_dir", *notebook.spec, *notebook.execution])
         assert names == {"profile", "output_dir", *notebook.spec, *notebook.execution}
 
 
@@ -457,20 +515,33 @@ def test_the_privacy_notebooks_deep_runs_are_the_deep_notebooks():
         assert theirs["alphas"][0] == 0.1 and "fashion_mnist" in theirs["datasets"]
 
 
-@pytest.mark.parametrize(("make", "error", "match"), [
-    (lambda: Int(low=5, high=1), ValueError, r"Int\(low=5, high=1\): low must be at most high"),
-    (lambda: Int(low=1.5), TypeError, r"Int.low must be an int, got 1.5"),
-    (lambda: Real(2.0, 1.0), ValueError, r"Real\(low=2.0, high=1.0\): low must be at most"),
-    (lambda: Real(high=float("nan")), ValueError, r"Real.high must be finite"),
-    (lambda: Real(0.0, low_open=1), TypeError, r"Real.low_open must be True or False"),
-    (lambda: OneOf("abc"), TypeError, r"OneOf.choices must be a non-empty sequence of str"),
-    (lambda: OneOf(()), TypeError, r"OneOf.choices must be a non-empty sequence of str"),
-])
-def test_a_value_spec_no_value_could_pass_is_refused_when_written(make, error, match):
-    """A spec with crossed bounds, a bound of the wrong kind or a string as its choices
-    (``OneOf("abc")`` offered 'a', 'b' and 'c') is a typo in a notebook's spec: refused
-    when the spec is built, not when a user's value meets it. Equal bounds are allowed."""
-    with pytest.raises(error, match=match):
-        make()
-    assert Int(3, 3).check(3, "n") == 3
-    assert OneOf(["a", "b"]).check("b", "x") == "b"
+def test_profiles_that_mean_all_of_a_library_list_hold_all_of_it():
+    """profiles.toml spells out lists that the library also holds (every FedTopo Table 1
+    method, every attack, the paper-data settings, the bundled table's columns): they
+    must stay equal to the library's, so that a method added there is run here too."""
+    from topofl_lib.clustering.evaluation import CLUSTERING_DATASETS, PAPER_DATASETS
+    from topofl_lib.data.records import MEDICALDATA
+    from topofl_lib.data.scenarios import ATTACKS
+    from topofl_lib.fedtopo.schedules import SCHEDULES
+    from topofl_lib.studies.fedtopo import TABLE1_METHODS
+    from topofl_lib.studies.own_data import OWN_DATA_SOURCE, OWN_DATA_TABLE
+    from topofl_lib.studies.paper_data import settings_of_paper
+    from topofl_lib.studies.table1 import TABLE1_VARIANTS
+
+    def values(name, profile="paper"):
+        return NOTEBOOKS[name].values(profile)
+
+    for profile in ("cpu", "paper"):
+        assert values("fedtopo", profile)["methods"] == list(TABLE1_METHODS)
+    assert values("fedtopo")["schedules"] == list(SCHEDULES)
+    assert values("fedtopo")["paper_settings"] == settings_of_paper("FedTopo")
+    assert values("ptopofl_deep")["paper_settings"] == settings_of_paper("pTopoFL")
+    assert values("robustness")["attacks"] == list(ATTACKS)
+    assert values("gfc_clustering")["table1_datasets"] == list(PAPER_DATASETS)
+    assert values("gfc_clustering")["datasets"] == [d for d in CLUSTERING_DATASETS
+                                                    if d != "waveform"]
+    demo, own = MEDICALDATA[OWN_DATA_TABLE], values("own_data", "quick")
+    assert own["records_path"] == OWN_DATA_SOURCE
+    assert (own["site"], own["label"], own["positive"], own["features"]) == (
+        demo.site, demo.label, demo.positive, list(demo.features))
+    assert own["methods"] == list(TABLE1_VARIANTS["ours"])

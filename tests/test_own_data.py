@@ -193,11 +193,12 @@ def test_notebook_parameters_of_own_data(tmp_path):
     own = notebook_parameters("own_data", {"records_path": "mine.csv", "features": "all",
                                            "output_dir": tmp_path})
     assert own.profile == "custom" and own.features == "all"
-    with pytest.raises(ValueError, match="features must be"):
+    with pytest.raises(ValueError, match="features: input should be 'all', got 'some'; "
+                                         "features: input should be a valid list"):
         notebook_parameters("own_data", {"features": "some", "output_dir": tmp_path})
-    with pytest.raises(TypeError, match="site must be a string, got 3"):
+    with pytest.raises(TypeError, match="site: input should be a valid string, got 3"):
         notebook_parameters("own_data", {"site": 3, "output_dir": tmp_path})
-    with pytest.raises(ValueError, match=r"methods must contain \['pTopoFL'\]"):
+    with pytest.raises(ValueError, match=r"methods: must contain \['pTopoFL'\]"):
         notebook_parameters("own_data", {"methods": ["FedAvg"], "output_dir": tmp_path})
 
 

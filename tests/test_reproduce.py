@@ -25,7 +25,7 @@ import pytest
 
 import topofl_lib.publish as publish_module
 from topofl_lib.claims_summary import comparison_document
-from topofl_lib.notebook_params import Int, Notebook
+from topofl_lib.notebook_params import Notebook
 from topofl_lib.publish import PLOTLY_MIME, fit_notebook, write_summary
 from topofl_lib.reproduce import (
     ProfileRefused,
@@ -65,12 +65,16 @@ write_claims(claim_rows({CLAIM: [value, value + 0.01]}, profile), results_dir, N
 '''
 
 REGISTRY_CODE = '''\
-from topofl_lib.notebook_params import Int, Notebook
+from topofl_lib.notebook_models import Ints, Parameters, about
+from topofl_lib.notebook_params import Notebook
+
+
+class Tiny(Parameters):
+    n: Ints(1) = about("runs")
 
 
 def tiny(name, cpu=2):
-    return Notebook(name, spec={"n": (Int(low=1), "runs")}, shared={}, quick={"n": 1},
-                    cpu={"n": cpu}, paper={"n": 3})
+    return Notebook(name, Tiny, {"quick": {"n": 1}, "cpu": {"n": cpu}, "paper": {"n": 3}})
 
 
 REGISTRY = {"tiny_a": tiny("tiny_a"), "tiny_b": tiny("tiny_b")}
@@ -85,7 +89,7 @@ def write_notebook(path: Path, name: str, claim: str, extra_cells=()) -> None:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
-    params = nbformat.v4.new_code_cell('profile = "quick"\noutput_dir = None')
+    params = nbformat.v4.new_code_cell('profile = "quick"\nn = 1\noutput_dir = None')
     params.metadata["tags"] = ["parameters"]
     code = f"NAME, CLAIM = {name!r}, {claim!r}\n" + CODE
     nb.cells = [params, nbformat.v4.new_code_cell(code),
@@ -235,8 +239,8 @@ def test_auto_keeps_higher_profile_and_runs_the_rest(repo, capsys, monkeypatch):
 def test_same_protocol_is_not_refused(repo):
     """Where cpu runs the paper protocol, cpu may replace paper rows (nothing is lost)."""
     fake_published(repo, profile="paper")
-    same = {"tiny_a": Notebook("tiny_a", spec={"n": (Int(low=1), "runs")}, shared={"n": 3},
-                               quick={}, paper={})}
+    same = {"tiny_a": Notebook("tiny_a", namespace["Tiny"],
+                               {"quick": {"n": 3}, "cpu": {"n": 3}, "paper": {"n": 3}})}
     run(repo, "cpu", only=["tiny_a"], notebooks=same)
     assert ",cpu," in (repo / "results" / "claims" / "tiny_a.csv").read_text()
 
@@ -589,14 +593,14 @@ def test_journal_outside_the_published_folders_is_refused(repo, capsys, monkeypa
 
 def test_a_published_notebook_carries_no_path_of_the_machine(repo):
     """The staging folder reaches the kernel through $TOPOFL_OUTPUT_DIR: the injected
-    parameters say ``output_dir = None`` and papermill's record names the repository's
-    paths, not the folders the notebook ran in; yet the files went there and were
-    published. (The tiny notebook's own last output, the claim file's path, still names
-    its folder: what a notebook prints is its own.)"""
+    parameters (the profile's every value) say ``output_dir = None`` and papermill's
+    record names the repository's paths, not the folders the notebook ran in; yet the
+    files went there and were published. (The tiny notebook's own last output, the claim
+    file's path, still names its folder: what a notebook prints is its own.)"""
     run(repo, "cpu")
     nb = nbformat.read(repo / "results" / "notebooks" / "tiny_a.ipynb", as_version=4)
     (injected,) = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
-    assert injected.source.splitlines()[1:] == ['profile = "cpu"', "output_dir = None"]
+    assert injected.source.splitlines()[1:] == ['profile = "cpu"', "n = 2", "output_dir = None"]
     assert (nb.metadata.papermill.input_path, nb.metadata.papermill.output_path) == (
         "notebooks/tiny_a.ipynb", "results/notebooks/tiny_a.ipynb")
     assert (repo / "figures" / "tiny_a.png").read_text() == "tiny_a 1.0 cpu"
@@ -604,7 +608,8 @@ def test_a_published_notebook_carries_no_path_of_the_machine(repo):
 
 def test_notebook_without_a_usable_parameters_cell_is_refused_first(repo):
     """No cell tagged parameters (papermill would inject above it) or a parameters cell that
-    lacks output_dir: refused, naming the notebook, before anything is written."""
+    lacks a parameter reproduce passes (output_dir, n): refused, naming the notebook, before
+    anything is written."""
     path = repo / "notebooks" / "tiny_a.ipynb"
     nb = nbformat.read(path, as_version=4)
     nb.cells[0].metadata["tags"] = []
@@ -615,7 +620,7 @@ def test_notebook_without_a_usable_parameters_cell_is_refused_first(repo):
     nb.cells[0].source = 'profile = "quick"'
     nbformat.write(nb, path)
     with pytest.raises(ValueError, match=r"tiny_a.ipynb: its parameters cell does not set "
-                                         r"\['output_dir'\]"):
+                                         r"\['n', 'output_dir'\]"):
         run(repo, "quick")
     assert not (repo / "build").exists() and not (repo / "results").exists()
 

@@ -2,11 +2,11 @@
 
 ``python -m topofl_lib reproduce --profile quick|cpu|paper|auto [--only NAME ...] [--force]``
 executes every registered notebook (or those named) with the profile's parameters
-(:mod:`topofl_lib.notebook_params` holds them; ``reproduce`` passes only ``profile`` and
-``output_dir``). ``python -m topofl_lib reproduce --summary-only`` runs no notebook: it
-checks the published claim files and rewrites ``results/claims.csv`` and
-``results/comparison.md`` from them (:func:`rewrite_summary`), e.g. after the protocol
-rules or the paper claims changed.
+(``topofl_lib/profiles.toml`` holds them; ``reproduce`` injects every one through
+papermill, with ``profile`` and ``output_dir``). ``python -m topofl_lib reproduce
+--summary-only`` runs no notebook: it checks the published claim files and rewrites
+``results/claims.csv`` and ``results/comparison.md`` from them (:func:`rewrite_summary`),
+e.g. after the protocol rules or the paper claims changed.
 
 Profiles, ranked ``quick`` < ``cpu`` < ``paper``: ``quick`` (CI, minutes), ``cpu`` (the
 papers' protocols for every notebook but the two deep ones, which run a reduced protocol
@@ -292,9 +292,10 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def _passed(notebook: Notebook, workers: int | None) -> list[str]:
-    """The names ``reproduce`` passes to ``notebook`` through papermill."""
-    return [*COMMON, *(["n_workers"] if workers is not None
-                       and "n_workers" in notebook.execution else [])]
+    """The names ``reproduce`` passes to ``notebook`` through papermill: every parameter
+    of the profile, ``profile``, ``output_dir`` and ``n_workers`` where it runs on workers."""
+    return [*COMMON, *notebook.spec, *(["n_workers"] if workers is not None
+                                       and "n_workers" in notebook.execution else [])]
 
 
 def _check_kernels(paths: Sequence[Path], kernel: str | None) -> None:
@@ -491,7 +492,7 @@ def _run(names: list[str], registry: Mapping[str, Notebook], notebooks_dir: Path
         executed = stage / f"{name}.ipynb"
         stage.mkdir()
         # the staging folder through the kernel's environment, not in the notebook
-        params = {"profile": profile, "output_dir": None}
+        params = {"profile": profile, **registry[name].values(profile), "output_dir": None}
         if "n_workers" in _passed(registry[name], workers):
             params["n_workers"] = workers
         store = run_store(notebooks_dir / f"{name}.ipynb", profile)
