@@ -48,7 +48,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import nbformat
 import pandas as pd
 
 from ._bounded_files import BoundedFileError, read_json
@@ -533,6 +532,8 @@ def fit_notebook(path, limit: int | None = None) -> int:
     size = path.stat().st_size
     if size <= limit:
         return size
+    import nbformat  # here: its jsonschema costs a second of every CLI start
+
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         for output in cell.get("outputs", []):
@@ -564,6 +565,8 @@ def repository_paths(path, name: str) -> None:
     name : str
         The notebook's name.
     """
+    import nbformat
+
     path = Path(path)
     nb = nbformat.read(path, as_version=4)
     record = nb.metadata.get("papermill")
@@ -576,6 +579,8 @@ def repository_paths(path, name: str) -> None:
 
 def _notebook_text(nb) -> str:
     """``nb`` as the text of a notebook file (ending in a newline, as nbformat.write does)."""
+    import nbformat
+
     text = nbformat.writes(nb)
     return text + ("" if text.endswith("\n") else "\n")
 
