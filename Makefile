@@ -16,13 +16,16 @@ STAMP   := $(VENV)/.installed-stamp
 LOCK    := constraints.txt
 APT_PACKAGES := chromium dataset-fashion-mnist
 LINTED  := topofl_lib tests benchmarks notebooks docs conftest.py
-# pytest-xdist: one worker per core. One more worker was faster (the Flower federations,
-# one worker, one after another: conftest.py, mostly wait on Flower's pulls and
-# heartbeats), but nbval waits only 5 s (hard-coded) for a cell's output once the cell has
-# run, and with a worker more than cores a starved kernel missed it: robustness.ipynb's
-# cell 8 failed so in two of the last three full runs on 2 cores. loadgroup keeps
-# conftest.py's groups together, and --no-loadscope-reorder hands them out in conftest.py's
-# order (the longest first) rather than by their number of tests
+# pytest-xdist: one worker per core. loadgroup keeps conftest.py's groups together, and
+# --no-loadscope-reorder hands them out in conftest.py's order (the longest first) rather
+# than by their number of tests.
+# nbval reads a cell's output only once the cell has run, and then waits at most 5 s
+# (hard-coded) between two of its messages. A cell whose progress bars sent some 1,300
+# widget messages (robustness.ipynb's cell 8) had them arrive with a pause of 3.8 s in the
+# middle on a quiet machine, and over 5 s in CI: the cell failed. The bars now redraw at
+# most once per tqdm's mininterval (topofl_lib/progress.py: about 420 messages, no pause),
+# and the suite's kernels redraw at most once a second (TQDM_MININTERVAL, tqdm's own
+# setting), so a cell slowed down by a loaded machine does not send more of them
 WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 PYTEST_ARGS ?= --nbval-lax --nbval-sanitize-with nbval_sanitize.cfg -n $(WORKERS) --dist loadgroup --no-loadscope-reorder
 # when make started: the set-up's share of `make test`'s wall time
@@ -94,7 +97,7 @@ test: $(STAMP) system
 	rm -rf $(CURDIR)/build/test-output/runs; \
 	echo "$(PY) -m pytest $(PYTEST_ARGS)"; \
 	TOPOFL_OUTPUT_DIR=$(CURDIR)/build/test-output TOPOFL_CACHE_DIR=$(CURDIR)/build/test-output/runs \
-	  TOPOFL_FIGURES=html TOPOFL_DATA_DIR=$(CURDIR)/build/test-output/no-data TOPOFL_DOCS_HTML=$(CURDIR)/build/docs/html $(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
+	  TOPOFL_FIGURES=html TQDM_MININTERVAL=1 TOPOFL_DATA_DIR=$(CURDIR)/build/test-output/no-data TOPOFL_DOCS_HTML=$(CURDIR)/build/docs/html $(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
 	t4=$$(date +%s); \
 	echo "make test wall time: set-up $$((t1 - $(T0))) s, ruff $$((t2 - t1)) s, docs $$((t3 - t2)) s, pytest $$((t4 - t3)) s; total $$((t4 - $(T0))) s"; \
 	exit $$status

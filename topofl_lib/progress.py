@@ -157,8 +157,11 @@ class RunProgress:
             Runs just finished.
         """
         self.done += _count(n, "n")
+        # the postfix first, without a redraw of its own: the bar is then drawn at most
+        # once per tqdm's ``mininterval`` (in a notebook every redraw is a few widget
+        # messages, and a runner call of many short runs sent hundreds a second)
+        self._bar.set_postfix(left=self.left, reused=self.reused, refresh=False)
         self._bar.update(n)
-        self._bar.set_postfix(left=self.left, reused=self.reused)
         self._write(force=self.left == 0)
 
     def close(self) -> None:
