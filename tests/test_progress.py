@@ -81,6 +81,20 @@ def test_writes_at_most_once_per_interval_and_always_the_last(record_file):
     assert read_progress(record_file)["finished"]
 
 
+def test_the_bar_redraws_at_most_once_per_mininterval(capfd, monkeypatch):
+    """Many short runs redraw the bar a few times, not once per run: in a notebook each
+    redraw is a few widget messages, and nbval (5 s between two of a cell's messages once
+    it has run) failed a cell whose runs had sent some 1,300."""
+    monkeypatch.setenv("TQDM_MININTERVAL", "60")  # tqdm's own setting, as make test's
+    monkeypatch.delenv(progress_module.ENV_PROGRESS, raising=False)
+    with RunProgress(500, label="short") as bar:
+        for _ in range(500):
+            bar.update()
+    err = capfd.readouterr().err
+    assert "500/500" in err  # the last state is drawn, on closing
+    assert err.count("\r") <= 4, f"{err.count(chr(13))} redraws for 500 runs"
+
+
 def test_calls_count_the_runner_calls_of_the_process(record_file):
     with RunProgress(1, enabled=False) as first:
         first.update()

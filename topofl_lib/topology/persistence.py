@@ -56,9 +56,6 @@ import os
 import warnings
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import minimum_spanning_tree
-from scipy.spatial.distance import pdist, squareform
 
 from .._validation import check_choice, check_points, power_of_two_split
 
@@ -174,6 +171,13 @@ def _ripser_diagrams(X: np.ndarray) -> list[np.ndarray]:
 
 
 def _triangle_diagrams(X: np.ndarray) -> list[np.ndarray]:
+    # on first use, as ripser: a Flower ClientApp imports this module in every message's
+    # interpreter, and scipy's sparse and spatial packages took a quarter of a second of
+    # each start
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import minimum_spanning_tree
+    from scipy.spatial.distance import pdist, squareform
+
     D = squareform(pdist(X))
     n = D.shape[0]
     if n < 2:
