@@ -47,6 +47,8 @@ def test_machine_record_describes_this_process():
     cpu = record["cpu"]
     assert cpu["logical_cores"] == os.cpu_count() and 1 <= cpu["available_cores"] <= os.cpu_count()
     assert isinstance(cpu["model"], str) and cpu["model"]
+    # NumPy's OpenBLAS and the kernels it chose (its rounding depends on them)
+    assert cpu["blas_kernels"].get("openblas") not in (None, "", "None")
     torch = record["torch"]
     if torch is not None:
         assert torch["version"] == importlib.metadata.version("torch")

@@ -80,3 +80,19 @@ def test_no_import_cycle_between_modules():
                      for n in graph.find_modules_directly_imported_by(m)
                      if n != m and graph.chain_exists(importer=n, imported=m)})
     assert not cycles, f"modules on an import cycle: {cycles}"
+
+
+def test_the_round_loop_class_stays_small():
+    """The base class keeps the round loop (issue 46): its shared settings' checks
+    (``federated.settings``), the clients' evaluation (``federated.metrics``), per-load
+    noise (``federated.load_noise``) and the model channel's privacy
+    (``federated.private_training``) live in modules of their own. At most 400 lines, as
+    the notebooks' parameter layer (``notebook_params``) is."""
+    import inspect
+
+    from topofl_lib import notebook_params
+    from topofl_lib.federated import FederatedAlgorithm
+
+    lines, _ = inspect.getsourcelines(FederatedAlgorithm)
+    assert len(lines) <= 400, f"FederatedAlgorithm has {len(lines)} lines"
+    assert len(inspect.getsource(notebook_params).splitlines()) <= 400

@@ -37,6 +37,7 @@ __all__ = [
     "DISTRIBUTION",
     "ENVIRONMENT_FILE",
     "add_notebook",
+    "blas_kernels",
     "cpu_model",
     "cpu_signature",
     "distribution_version",
@@ -141,6 +142,32 @@ def cpu_signature() -> str:
     return text
 
 
+def blas_kernels() -> dict[str, str]:
+    """The kernel set each loaded BLAS chose for this processor, e.g. ``{"openblas":
+    "Haswell"}``.
+
+    OpenBLAS built with ``DYNAMIC_ARCH`` (NumPy's and SciPy's wheels) picks its kernels
+    by the processor: ``Haswell`` on an AMD EPYC, ``SkylakeX`` on an Intel Xeon with
+    AVX-512, and the two round sums differently. label_aware's tabular rows moved in the
+    sixth digit between the two machines; on the AMD machine with
+    ``OPENBLAS_CORETYPE=SkylakeX`` they are the Intel machine's to the last digit.
+
+    Returns
+    -------
+    dict
+        ``internal_api`` -> ``architecture`` of :func:`threadpoolctl.threadpool_info` for
+        the BLAS libraries loaded in this process (empty where threadpoolctl is missing).
+    """
+    import numpy  # noqa: F401  (loads NumPy's BLAS, the one the runs use)
+
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return {}
+    return {info["internal_api"]: str(info.get("architecture"))
+            for info in threadpool_info() if info.get("user_api") == "blas"}
+
+
 def _memory_gib() -> float | None:
     try:
         return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
@@ -174,7 +201,8 @@ def machine_record() -> dict[str, Any]:
     -------
     dict
         ``python`` (version, implementation), ``os``, ``platform``, ``cpu`` (model,
-        logical cores, cores available to this process), ``memory_gib``, ``torch``
+        logical cores, cores available to this process, the BLAS kernels:
+        :func:`blas_kernels`), ``memory_gib``, ``torch``
         (version, ``threads`` and ``interop_threads`` a fresh process gets, CUDA; None
         without torch; the library's runs set their own count, one thread per run in
         :mod:`topofl_lib.experiments` and :mod:`topofl_lib.deep`), ``thread_variables``
@@ -191,7 +219,7 @@ def machine_record() -> dict[str, Any]:
         "os": _os_name(),
         "platform": platform.platform(),
         "cpu": {"model": cpu_model(), "logical_cores": os.cpu_count(),
-                "available_cores": available},
+                "available_cores": available, "blas_kernels": blas_kernels()},
         "memory_gib": _memory_gib(),
         "torch": _torch(),
         "thread_variables": {k: os.environ[k] for k in THREAD_VARIABLES if k in os.environ},

@@ -70,7 +70,7 @@ __getattr__, __dir__ = attach(__name__, {
     ".methods": ["ALL_METHODS", "FEDTOPO_BASELINES", "METHODS", "REFERENCE_METHODS",
                  "REPRESENTATION_METHODS", "ROBUST_METHODS", "make_method"],
     ".moon": ["Moon", "model_contrastive_loss"],
-    ".metrics": ["accuracy", "convergence_round", "roc_auc"],
+    ".metrics": ["accuracy", "convergence_round", "evaluate_clients", "roc_auc"],
     ".pfedme": ["PFedMe"],
     ".ptopofl": ["PTopoFL"],
     ".robust": ["CoordinateMedian", "Krum", "TrimmedMean"],

@@ -38,8 +38,6 @@ random draw.
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 from sklearn.base import BaseEstimator
 
@@ -50,10 +48,8 @@ from .._validation import (
     check_n_features,
     check_points,
     check_random_state,
-    check_real,
 )
 from ..core.containers import FederatedScenario
-from ..core.learner import ModelClass
 from ..data.preprocessing import client_scaler, standardise_clients
 from .load_noise import applies_load_noise, noise_entropy
 from .local import (
@@ -63,20 +59,12 @@ from .local import (
     local_sgd,
     workspace,
 )
+from .metrics import evaluate_clients
 from .private_training import PrivateTraining
-from .solvers import SOLVERS, fit_logistic
+from .settings import EVALUATE_ON, RNG_STREAMS, check_common_params, check_label_range
+from .solvers import fit_logistic
 
 __all__ = ["EVALUATE_ON", "RNG_STREAMS", "FederatedAlgorithm", "client_streams"]
-
-#: How clients draw random numbers: one generator shared in client order (the
-#: in-process default, the committed results), or one stream per client seeded from
-#: ``(random_state, client)``, which a real federation can reproduce (Flower parity).
-RNG_STREAMS = ("shared", "per_client")
-#: Which clients the reported mean covers: the honest ones (ours), or all of them,
-#: adversaries included (the pTopoFL paper's released code).
-EVALUATE_ON = ("honest", "all")
-
-
 
 
 class FederatedAlgorithm(BaseEstimator):
@@ -180,30 +168,7 @@ class FederatedAlgorithm(BaseEstimator):
         self.standardise = standardise
 
     def _validate_common(self) -> None:
-        check_int(self.n_rounds, "n_rounds", low=1)
-        check_real(self.lr, "lr", low=0.0, low_open=True)
-        check_int(self.local_epochs, "local_epochs", low=1)
-        if self.batch_size is not None:
-            check_int(self.batch_size, "batch_size", low=1)
-        check_real(self.C, "C", low=0.0, low_open=True)
-        check_random_state(self.random_state)
-        check_choice(self.rng_streams, "rng_streams", RNG_STREAMS)
-        if self.rng_streams == "per_client" and not isinstance(self.random_state, int):
-            raise ValueError("rng_streams='per_client' needs an int random_state, got "
-                             f"{self.random_state!r}")
-        if self.model is not None and not isinstance(self.model, ModelClass):
-            raise TypeError(f"model must be None or a TorchModel, got {type(self.model).__name__}")
-        if callable(getattr(self.model, "check_params", None)):  # a model class may check its own
-            self.model.check_params()
-        check_choice(self._solver, "solver", SOLVERS)
-        if self._solver == "lbfgs" and self.model is not None:
-            raise ValueError("solver='lbfgs' fits a logistic regression; use solver='sgd' "
-                             "with a TorchModel")
-        if self.evaluate_on is not None:
-            check_choice(self.evaluate_on, "evaluate_on", EVALUATE_ON)
-        if self.standardise is not None and not isinstance(self.standardise, bool):
-            raise TypeError(f"standardise must be True, False or None, got "
-                            f"{self.standardise!r}")
+        check_common_params(self, self._solver)
         self._check_model_dp()
 
     def _check_model_dp(self) -> None:
@@ -398,7 +363,7 @@ class FederatedAlgorithm(BaseEstimator):
             self.learner_ = LogisticLearner(self.C)
         else:
             self.learner_ = self.model.make_learner(clients[0].X_train.shape[1], self._rng)
-        self._check_classes(scenario)
+        check_label_range(scenario, self.learner_, self.model)
         self._privacy.start(K, self.learner_, self._rng)
         self._w_init = self.learner_.init_params(None)
         self._prepare(scenario)
@@ -424,17 +389,8 @@ class FederatedAlgorithm(BaseEstimator):
             if self._privacy.level is not None:
                 privacy[r] = self._privacy.end_round(r + 1, self._n, self._batch)
                 self._privacy.log(type(self).__name__, r, self.n_rounds, privacy[r])
-            cache = {}
-            for k in range(K):
-                X_test, y_test = self._tests[k]
-                w = check_finite(
-                    np.ascontiguousarray(self._client_model(k)),
-                    f"the model client {k} deploys after round {r + 1}",
-                    hint=" (the server's aggregate diverged)", error=FloatingPointError)
-                key = (id(X_test), hashlib.blake2b(w.tobytes(), digest_size=16).digest())
-                if key not in cache:  # clients sharing a model and a test set
-                    cache[key] = self.learner_.evaluate(w, X_test, y_test)
-                client_auc[r, k], client_acc[r, k] = cache[key]
+            client_auc[r], client_acc[r] = evaluate_clients(
+                self.learner_, self._client_model, self._tests, r + 1).T
         self.history_ = {
             "auc": client_auc[:, scored].mean(axis=1),
             "accuracy": client_acc[:, scored].mean(axis=1),
@@ -457,23 +413,6 @@ class FederatedAlgorithm(BaseEstimator):
         sampled client with its ``extra(k)`` term."""
         return self._privacy.noisy_round(starts, groups, weights, lambda k, w: self._train(
             k, w, None if extra is None else extra(k))[0])
-
-    def _check_classes(self, scenario: FederatedScenario) -> None:
-        """Refuse clients with more classes than the model can tell apart."""
-        n_data = scenario.clients[0].n_classes  # one label set per scenario (Client)
-        n_model = getattr(self.learner_, "n_classes", n_data)
-        if n_data <= n_model:
-            return
-        labels = np.unique(np.concatenate([np.unique(c.y_train) for cl in (
-            scenario.clients, *scenario.schedule.values()) for c in cl]))
-        if self.model is None:
-            what = ("the logistic model (model=None) supports binary labels 0/1 only; pass "
-                    f"model=TorchModel(n_classes={n_data})")
-        else:
-            what = (f"the model has {n_model} classes, so labels must lie in "
-                    f"0..{n_model - 1} (model={self.model!r})")
-        raise ValueError(f"the clients have n_classes={n_data} (training labels "
-                         f"{labels.tolist()}), but {what}")
 
     def _prepare(self, scenario: FederatedScenario) -> None:
         """Hook run before the features are built (pTopoFL computes descriptors here)."""

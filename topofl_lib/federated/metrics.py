@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import numpy as np
 
 from .._validation import as_float_array, check_finite, check_real
 
-__all__ = ["accuracy", "convergence_round", "roc_auc"]
+__all__ = ["accuracy", "convergence_round", "evaluate_clients", "roc_auc"]
 
 
 def _check_scored(y_true, scores, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -96,3 +100,41 @@ def convergence_round(curve, fraction: float = 0.95) -> int:
     check_real(fraction, "fraction", low=0.0, low_open=True, high=1.0)
     hit = np.flatnonzero(curve >= fraction * curve[-1])
     return int(hit[0]) + 1
+
+
+def evaluate_clients(learner: Any, model_of: Callable[[int], np.ndarray],
+                     tests: Sequence[tuple[np.ndarray, np.ndarray]],
+                     round_number: int) -> np.ndarray:
+    """Every client's (AUC, accuracy) on its test set after a round.
+
+    Parameters
+    ----------
+    learner : Learner
+        Reads the flat parameter vectors (its ``evaluate``).
+    model_of : callable
+        ``model_of(k)``: the model client ``k`` deploys; checked finite, in client order.
+    tests : sequence of (X_test, y_test)
+        Each client's test set (its model input).
+    round_number : int
+        The round just ended (1-based), named in the error.
+
+    Returns
+    -------
+    ndarray of shape (n_clients, 2)
+        Clients that share a model and a test set are evaluated once.
+
+    Raises
+    ------
+    FloatingPointError
+        A deployed model is not finite (the server's aggregate diverged).
+    """
+    scores, cache = np.empty((len(tests), 2)), {}
+    for k, (X_test, y_test) in enumerate(tests):
+        w = check_finite(np.ascontiguousarray(model_of(k)),
+                         f"the model client {k} deploys after round {round_number}",
+                         hint=" (the server's aggregate diverged)", error=FloatingPointError)
+        key = (id(X_test), hashlib.blake2b(w.tobytes(), digest_size=16).digest())
+        if key not in cache:
+            cache[key] = learner.evaluate(w, X_test, y_test)
+        scores[k] = cache[key]
+    return scores
