@@ -845,6 +845,70 @@ def test_flower_run_matches_in_process_engine(healthcare_files, secure_federatio
 
 @needs_flower
 @pytest.mark.federation
+@pytest.mark.parametrize("secure_federation", [True], ids=["fast-waits"], indirect=True)
+def test_secure_aggregation_sum_is_the_in_process_engines(healthcare_files, secure_federation):
+    """DP-FedAvg on Flower's SecAgg+ (the ``secure-dp`` app) with no noise: the server,
+    which sees only the sum of the masked messages, reaches the in-process engine's
+    global model to SecAgg+'s quantisation (2r / 2**22 per client and coordinate, r the
+    clip here) and the same per-client AUCs. Two rounds: the second starts from the
+    first's sum, so the round trip of the model is checked too. The epsilon of a
+    noiseless run is infinite, against the server as for the release."""
+    sc, _ = healthcare_files
+    cfg = {"num-rounds": 2, "seed": 11, "noise-multiplier": 0.0, "clip": 1.0}
+    ref = in_process_reference_dp(sc, cfg)
+    res = secure_federation.run("secagg", timeout=600, app="secure-dp", **cfg)
+    assert res["secure_aggregation"] == "SecAgg+" and res["relation"] == "add_remove"
+    assert [r["received"] for r in res["rounds"]] == [list(range(N_NODES))] * 2
+    np.testing.assert_allclose(res["model"], ref.coef_, rtol=0, atol=N_NODES * 2 / 2**22 * 4)
+    scores = res["rounds"][-1]["scores"]
+    auc = np.array([scores[str(k)][0] for k in range(N_NODES)])
+    np.testing.assert_allclose(auc, ref.history_["client_auc"][-1], atol=1e-3)
+    assert all(r["epsilon"] == r["epsilon_server"] == float("inf") for r in res["rounds"])
+
+
+def in_process_reference_dp(sc, cfg):
+    """The in-process engine of the ``secure-dp`` app's runs."""
+    from topofl_lib.flower import in_process_reference
+
+    return in_process_reference(sc, "DP-FedAvg", **cfg)
+
+
+@needs_flower
+@pytest.mark.federation
+def test_secure_aggregation_survives_a_client_dropping_out(healthcare_files, tmp_path):
+    """One client of four fails in round 2 after it shared its keys (SecAgg+'s masked-
+    vector stage): SecAgg+ removes its masks with the others' shares of its key, the
+    round aggregates the three, and its epsilon is accounted with the noise the sum
+    carries (3/4 of the variance: the dropped client's share is missing). Both epsilons
+    are reported and equal, since the server sees only the sum; they equal the
+    library's accountant on the same events."""
+    from topofl_lib.flower import LocalFederation
+    from topofl_lib.privacy import ClientLevelDP
+
+    _, paths = healthcare_files
+    faults = {3: {"fault": "drop", "fault-round": 2}}
+    cfg = {"num-rounds": 2, "seed": 3, "noise-multiplier": 1.0, "clip": 0.5}
+    with LocalFederation(paths, tmp_path, node_config=faults, fast_waits=True,
+                         task_poll=TASK_POLL) as fed:
+        res = fed.run("dropout", timeout=600, app="secure-dp", **cfg)
+    rounds = res["rounds"]
+    assert [r["received"] for r in rounds] == [[0, 1, 2, 3], [0, 1, 2]]
+    assert rounds[0]["failures"] == 0 and rounds[1]["failures"] >= 1
+    assert np.all(np.isfinite(res["model"]))
+    dp = ClientLevelDP(1.0, 0.5)
+    acc = dp.accountant()
+    for r, got in enumerate((4, 3), start=1):
+        acc.record({**dp.release_event(got, 4), "round": r})
+        assert rounds[r - 1]["epsilon"] == rounds[r - 1]["epsilon_server"]
+        assert rounds[r - 1]["epsilon"] == pytest.approx(acc.epsilon(dp.delta), rel=1e-12)
+    assert rounds[1]["epsilon"] > rounds[0]["epsilon"]
+    log = (tmp_path / "dropout.log").read_text(errors="ignore")
+    assert "Secure aggregation completed" in log and "halted" not in log
+    assert "round 2: 3 of 4 messages in the sum" in log
+
+
+@needs_flower
+@pytest.mark.federation
 @pytest.mark.parametrize("secure_federation", [False], ids=["unpatched"], indirect=True)
 def test_only_registered_supernodes_trusting_the_ca_get_in(secure_federation, tmp_path):
     """A SuperNode with its own unregistered key is refused; one that does not trust the

@@ -577,3 +577,34 @@ def test_the_accountant_reports_the_epsilon_against_the_server(healthcare):
         ClientLevelDP(sample_rate=0.5, noise="distributed")
     with pytest.raises(ValueError, match=r"unknown noise 'server'"):
         ClientLevelDP(noise="server")
+
+
+def test_one_clients_message_and_a_sum_with_dropouts():
+    """A client's message is its weighted clipped update plus its own share (the same
+    numbers ``client_messages`` draws for a group, client after client); a sum to which
+    only some of the m messages arrived carries that fraction of the noise's variance,
+    and is accounted so: the multiplier scales by sqrt(received / m) under distributed
+    noise, not at all under local noise."""
+    rng = np.random.default_rng(0)
+    updates, weights = rng.normal(size=(4, 6)), np.array([1.0, 0.5, 0.25, 1.0])
+    dp = ClientLevelDP(noise_multiplier=1.5, clip=0.4)
+    group = dp.client_messages(updates, weights, np.random.default_rng(7))
+    one_by_one = np.random.default_rng(7)
+    for k in range(4):
+        np.testing.assert_array_equal(
+            dp.client_message(updates[k], weights[k], 4, one_by_one), group[k])
+    silent = ClientLevelDP(noise_multiplier=0.0, clip=0.4)
+    alone = silent.client_message(updates[0] * 100, 0.5, 4, rng)
+    assert np.linalg.norm(alone) == pytest.approx(0.5 * 0.4)
+    assert dp.release_event(4, 4) == dp.round_event()
+    assert dp.release_event(3, 4)["noise_multiplier"] == pytest.approx(1.5 * math.sqrt(0.75))
+    local = ClientLevelDP(noise_multiplier=1.5, clip=0.4, noise="local")
+    assert local.release_event(1, 4) == local.round_event()
+    with pytest.raises(ValueError, match="received must be"):
+        dp.release_event(5, 4)
+    with pytest.raises(ValueError, match="weight must be"):
+        dp.client_message(updates[0], 1.5, 4, rng)
+    with pytest.raises(ValueError, match="update must be one vector"):
+        dp.client_message(updates, 1.0, 4, rng)
+    with pytest.raises(ValueError, match="noise='central' sends the clipped updates"):
+        ClientLevelDP(noise="central").client_message(updates[0], 1.0, 4, rng)

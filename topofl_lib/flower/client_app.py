@@ -53,7 +53,22 @@ app = ClientApp()
 FAULTS = ("nan", "length", "descriptor")
 
 
-def _load(context: Context) -> tuple[int, dict]:
+def load_partition(context: Context) -> tuple[int, dict]:
+    """The node's partition id and data (its ``node_config``'s ``partition-id`` and
+    ``data-path``, an ``.npz`` written by :func:`~topofl_lib.flower.write_partitions`,
+    read without pickle).
+
+    Parameters
+    ----------
+    context : flwr.app.Context
+        The node's context.
+
+    Returns
+    -------
+    pid : int
+    data : dict of str to ndarray
+        ``X_train``, ``y_train``, ``X_test``, ``y_test``.
+    """
     pid = int(context.node_config["partition-id"])
     with np.load(str(context.node_config["data-path"]), allow_pickle=False) as f:
         data = {k: f[k] for k in f.files}
@@ -114,6 +129,50 @@ def _inject_fault(context: Context, rnd: int, w: np.ndarray, metrics: MetricReco
     return w
 
 
+def local_model(data: dict, cfg, pid: int, w0: np.ndarray, topology=None) -> np.ndarray:
+    """One round of local SGD from ``w0`` (FedProx's proximal term when ``proximal-mu``
+    > 0), exactly as the in-process engine trains client ``pid``.
+
+    The client's mini-batch generator is :func:`~topofl_lib.federated.client_streams` of
+    ``(seed, pid)``, advanced by replaying the draws of the rounds before
+    ``server-round``.
+
+    Parameters
+    ----------
+    data : dict
+        The client's arrays (``X_train``, ``y_train``, ...).
+    cfg : mapping
+        The run configuration sent with the message (``seed``, ``server-round``, ``lr``,
+        ``local-epochs``, ``batch-size``, ``C``, ``augment``, ``n-sub``; ``proximal-mu``
+        optional).
+    pid : int
+        The client's partition id.
+    w0 : ndarray
+        The model the server sent.
+    topology : tuple, optional
+        The client's :func:`~topofl_lib.topology.client_topology` when already computed
+        (pTopoFL's augmentation).
+
+    Returns
+    -------
+    ndarray
+        The trained model.
+    """
+    seed, rnd = int(cfg["seed"]), int(cfg["server-round"])
+    epochs, n = int(cfg["local-epochs"]), int(data["y_train"].size)
+    rng = client_streams(seed, pid)[0]
+    for _ in range((rnd - 1) * epochs):  # replay earlier rounds' mini-batch orders
+        rng.permutation(n)
+    learner = LogisticLearner(float(cfg["C"]))
+    xy = learner.client_data(_features(data, data["X_train"], cfg, seed, pid, topology),
+                             data["y_train"])
+    mu = float(cfg.get("proximal-mu", 0.0))
+    extra = (lambda w: mu * (w - w0)) if mu > 0 else None
+    w, _ = local_sgd(w0, lambda w, idx: learner.gradient(w, xy, idx), n, lr=float(cfg["lr"]),
+                     epochs=epochs, batch_size=int(cfg["batch-size"]), rng=rng, extra=extra)
+    return w
+
+
 @app.query()
 def query(msg: Message, context: Context) -> Message:
     """Report the client's sizes and, for pTopoFL, its topological descriptor (round 0).
@@ -131,7 +190,7 @@ def query(msg: Message, context: Context) -> Message:
         The reply: a ``"metrics"`` record with the partition id and the numbers of training
         examples, features and model parameters, plus ``"descriptor"`` when the config asks for it.
     """
-    pid, data = _load(context)
+    pid, data = load_partition(context)
     cfg = msg.content["config"]
     seed = int(cfg["seed"])
     topology = _topology(data, seed, pid, int(cfg["n-sub"])) if bool(cfg["descriptor"]) else None
@@ -166,25 +225,14 @@ def train(msg: Message, context: Context) -> Message:
         them).
     """
     t_start = time.time()
-    pid, data = _load(context)
+    pid, data = load_partition(context)
     cfg = msg.content["config"]
-    seed, rnd = int(cfg["seed"]), int(cfg["server-round"])
-    epochs, n = int(cfg["local-epochs"]), int(data["y_train"].size)
-    rng = client_streams(seed, pid)[0]
-    for _ in range((rnd - 1) * epochs):  # replay earlier rounds' mini-batch orders
-        rng.permutation(n)
+    rnd = int(cfg["server-round"])
     track = bool(cfg["descriptor"]) and bool(cfg["track-signatures"])  # Sec. 3.5 signature
-    topology = (_topology(data, seed, pid, int(cfg["n-sub"]))
+    topology = (_topology(data, int(cfg["seed"]), pid, int(cfg["n-sub"]))
                 if track or bool(cfg["augment"]) else None)  # computed once per message
-    learner = LogisticLearner(float(cfg["C"]))
-    xy = learner.client_data(_features(data, data["X_train"], cfg, seed, pid, topology),
-                             data["y_train"])
-    w0 = msg.content["arrays"].to_numpy_ndarrays()[0]
-    mu = float(cfg["proximal-mu"])
-    extra = (lambda w: mu * (w - w0)) if mu > 0 else None
-    w, _ = local_sgd(w0, lambda w, idx: learner.gradient(w, xy, idx), n, lr=float(cfg["lr"]),
-                     epochs=epochs, batch_size=int(cfg["batch-size"]), rng=rng, extra=extra)
-    metrics = MetricRecord({"num-examples": n, "partition-id": pid})
+    w = local_model(data, cfg, pid, msg.content["arrays"].to_numpy_ndarrays()[0], topology)
+    metrics = MetricRecord({"num-examples": int(data["y_train"].size), "partition-id": pid})
     if track:
         metrics["descriptor"] = [float(v) for v in topology[0]]
     w = _inject_fault(context, rnd, w, metrics)
@@ -211,7 +259,7 @@ def evaluate(msg: Message, context: Context) -> Message:
         The reply: a ``"metrics"`` record with the test AUC and accuracy, the partition id and the
         number of test examples.
     """
-    pid, data = _load(context)
+    pid, data = load_partition(context)
     cfg = msg.content["config"]
     w = msg.content["arrays"].to_numpy_ndarrays()[0]
     X = _features(data, data["X_test"], cfg, int(cfg["seed"]), pid)

@@ -55,11 +55,15 @@ from .._validation import check_bool, check_choice, check_int, check_real
 if TYPE_CHECKING:
     from ..data.scenarios import FederatedScenario
 
-__all__ = ["FLOWER_METHODS", "FlowerNotInstalled", "LocalFederation", "check_workdir",
+__all__ = ["APPS", "FLOWER_METHODS", "FlowerNotInstalled", "LocalFederation", "check_workdir",
            "default_run_config", "in_process_reference", "require_flower", "write_partitions"]
 
 #: Methods the Flower app runs.
 FLOWER_METHODS = ("pTopoFL", "FedAvg", "FedProx")
+#: The Flower Apps of topofl and their folders: ``"topofl"`` runs pTopoFL, FedAvg or
+#: FedProx (:mod:`~topofl_lib.flower.server_app`); ``"secure-dp"`` DP-FedAvg with
+#: distributed noise under SecAgg+ (:mod:`~topofl_lib.flower.secure_server_app`).
+APPS = {"topofl": "app", "secure-dp": "secure_app"}
 
 
 class FlowerNotInstalled(ModuleNotFoundError):
@@ -115,15 +119,20 @@ def check_workdir(workdir, name: str = "workdir") -> Path:
     return path
 
 
-def default_run_config() -> dict:
-    """The app's run configuration and its defaults (the paper's Table 3 settings).
+def default_run_config(app: str = "topofl") -> dict:
+    """An app's run configuration and its defaults (the paper's Table 3 settings).
 
     Read from ``[tool.flwr.app.config]`` of the app's ``pyproject.toml``, the one place
     they are written.
+
+    Parameters
+    ----------
+    app : {"topofl", "secure-dp"}, default="topofl"
+        The app (:data:`APPS`).
     """
     import tomllib
 
-    with open(app_dir() / "pyproject.toml", "rb") as fh:
+    with open(app_dir(app) / "pyproject.toml", "rb") as fh:
         return dict(tomllib.load(fh)["tool"]["flwr"]["app"]["config"])
 
 
@@ -163,9 +172,16 @@ def write_partitions(scenario: FederatedScenario, folder) -> list[Path]:
     return paths
 
 
-def app_dir() -> Path:
-    """The Flower App folder (its ``pyproject.toml`` names the ServerApp and ClientApp)."""
-    return Path(str(resources.files("topofl_lib.flower").joinpath("app")))
+def app_dir(app: str = "topofl") -> Path:
+    """A Flower App's folder (its ``pyproject.toml`` names the ServerApp and ClientApp).
+
+    Parameters
+    ----------
+    app : {"topofl", "secure-dp"}, default="topofl"
+        The app (:data:`APPS`).
+    """
+    check_choice(app, "app", tuple(APPS))
+    return Path(str(resources.files("topofl_lib.flower").joinpath(APPS[app])))
 
 
 def _toml(value) -> str:
@@ -523,16 +539,20 @@ class LocalFederation:
         self.stop()
 
     # -- runs ----------------------------------------------------------------------------
-    def submit(self, name: str = "run", **run_config) -> tuple[subprocess.Popen, Path]:
-        """Submit the app with ``flwr run --stream``; returns the process and results path.
+    def submit(self, name: str = "run", app: str = "topofl", **run_config
+               ) -> tuple[subprocess.Popen, Path]:
+        """Submit an app with ``flwr run --stream``; returns the process and results path.
 
         Parameters
         ----------
         name : str, default="run"
             Name of the run's log (``<name>.log``) and results file (``<name>.json``).
+        app : {"topofl", "secure-dp"}, default="topofl"
+            The app (:data:`APPS`); ``"secure-dp"``'s ``num-clients`` is the federation's
+            number of clients unless given.
         **run_config
-            Run-config entries overriding ``default_run_config()`` (``fast-waits`` is the
-            federation's unless given); an unknown key raises ``ValueError``.
+            Run-config entries overriding ``default_run_config(app)`` (``fast-waits`` is
+            the federation's unless given); an unknown key raises ``ValueError``.
 
         Returns
         -------
@@ -541,21 +561,24 @@ class LocalFederation:
         results_path : Path
             Where the ServerApp writes the results.
         """
-        defaults = default_run_config()
-        cfg = {**defaults, "fast-waits": self.fast_waits, **run_config,
+        defaults = default_run_config(app)
+        own = {"num-clients": len(self.data_paths)} if app == "secure-dp" else {}
+        cfg = {**defaults, "fast-waits": self.fast_waits, **own, **run_config,
                "results-path": str(self.workdir / f"{name}.json")}
-        check_choice(cfg["method"], "method", FLOWER_METHODS)
+        if app == "topofl":
+            check_choice(cfg["method"], "method", FLOWER_METHODS)
         unknown = set(cfg) - set(defaults)
         if unknown:
             raise ValueError(f"unknown run config keys {sorted(unknown)}; expected "
                              f"{sorted(defaults)}")
         Path(cfg["results-path"]).unlink(missing_ok=True)
         overrides = " ".join(f"{k}={_toml(v)}" for k, v in cfg.items())
-        proc = self._spawn([str(self.bin / "flwr"), "run", str(app_dir()), "local", "--stream",
-                            "--run-config", overrides], f"{name}.log")
+        proc = self._spawn([str(self.bin / "flwr"), "run", str(app_dir(app)), "local",
+                            "--stream", "--run-config", overrides], f"{name}.log")
         return proc, Path(cfg["results-path"])
 
-    def run(self, name: str = "run", timeout: float = 600.0, **run_config) -> dict:
+    def run(self, name: str = "run", timeout: float = 600.0, app: str = "topofl",
+            **run_config) -> dict:
         """Run the app to completion and return its results (see ``server_app``).
 
         Parameters
@@ -564,6 +587,8 @@ class LocalFederation:
             Name of the run's log and results files.
         timeout : float, default=600.0
             Seconds before the run is killed (``subprocess.TimeoutExpired``).
+        app : {"topofl", "secure-dp"}, default="topofl"
+            The app (see :meth:`submit`).
         **run_config
             Run-config entries (see :meth:`submit`).
 
@@ -572,7 +597,7 @@ class LocalFederation:
         dict
             The ServerApp's results; a run that did not finish raises ``RuntimeError``.
         """
-        proc, path = self.submit(name, **run_config)
+        proc, path = self.submit(name, app, **run_config)
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -771,11 +796,12 @@ def in_process_reference(scenario: FederatedScenario, method: str = "pTopoFL",
     ----------
     scenario : FederatedScenario
         The data the Flower run uses.
-    method : {"pTopoFL", "FedAvg", "FedProx"}, default="pTopoFL"
-        The federated method.
+    method : {"pTopoFL", "FedAvg", "FedProx", "DP-FedAvg"}, default="pTopoFL"
+        The federated method; ``"DP-FedAvg"`` is the ``secure-dp`` app's: FedAvg with
+        ``model_dp=ClientLevelDP(noise="distributed")``.
     **run_config
-        Flower run-config entries (``num-rounds``, ``seed``, ``lr``, ...) overriding
-        ``default_run_config()``; they are mapped onto the method's parameters.
+        Flower run-config entries (``num-rounds``, ``seed``, ``lr``, ...) overriding the
+        app's ``default_run_config``; they are mapped onto the method's parameters.
 
     Returns
     -------
@@ -784,8 +810,9 @@ def in_process_reference(scenario: FederatedScenario, method: str = "pTopoFL",
     """
     from ..federated import make_method
 
-    cfg = {**default_run_config(), **run_config}
-    check_choice(method, "method", FLOWER_METHODS)
+    check_choice(method, "method", (*FLOWER_METHODS, "DP-FedAvg"))
+    secure = method == "DP-FedAvg"
+    cfg = {**default_run_config("secure-dp" if secure else "topofl"), **run_config}
     params = {"n_rounds": int(cfg["num-rounds"]), "lr": float(cfg["lr"]),
               "local_epochs": int(cfg["local-epochs"]), "batch_size": int(cfg["batch-size"]),
               "C": float(cfg["C"]), "random_state": int(cfg["seed"]),
@@ -797,4 +824,10 @@ def in_process_reference(scenario: FederatedScenario, method: str = "pTopoFL",
                       track_signatures=bool(cfg["track-signatures"]))
     elif method == "FedProx":
         params["mu"] = float(cfg["mu"])
-    return make_method(method, **params).fit(scenario)
+    elif secure:
+        from ..privacy.model_channel import ClientLevelDP
+
+        params["model_dp"] = ClientLevelDP(
+            float(cfg["noise-multiplier"]), float(cfg["clip"]), delta=float(cfg["delta"]),
+            relation=str(cfg["relation"]), noise="distributed")
+    return make_method("FedAvg" if secure else method, **params).fit(scenario)

@@ -343,9 +343,68 @@ class ClientLevelDP(_ModelDP):
         if updates.ndim != 2 or weights.shape != (updates.shape[0],) or not updates.shape[0]:
             raise ValueError(f"updates must be (m, dim) with m >= 1 and weights (m,), got "
                              f"shapes {updates.shape} and {weights.shape}")
-        share = self.client_share(updates.shape[0])
-        return (weights[:, None] * clip_norm(updates, self.clip)
-                + rng.normal(scale=share, size=updates.shape))
+        m = updates.shape[0]
+        return np.stack([self.client_message(updates[k], weights[k], m, rng) for k in range(m)])
+
+    def client_message(self, update, weight: float, group_size: int,
+                       rng: np.random.Generator) -> np.ndarray:
+        r"""What one client of a group of ``group_size`` sends with ``noise="distributed"``
+        or ``"local"``: :math:`a\,{\rm clip}_C(\Delta) + N(0, s^2 I)`, ``s`` its
+        :meth:`client_share`.
+
+        Parameters
+        ----------
+        update : array-like of shape (dim,)
+            The client's update.
+        weight : float
+            Its weight, in [0, 1], known to it before it sends.
+        group_size : int
+            The number of clients whose messages are summed (m).
+        rng : numpy.random.Generator
+            Draws the noise (in a deployment the client's own, seeded from the operating
+            system's entropy: a server that knew the seed could subtract the noise).
+
+        Returns
+        -------
+        ndarray of shape (dim,)
+        """
+        update = as_float_array(update, "update")
+        weight = check_real(weight, "weight", low=0.0, high=1.0)
+        if update.ndim != 1:
+            raise ValueError(f"update must be one vector (dim,), got shape {update.shape}")
+        if self.noise == "central":
+            raise ValueError("noise='central' sends the clipped updates un-noised; the "
+                             "server adds the noise (noisy_sum)")
+        share = self.client_share(group_size)
+        return weight * clip_norm(update, self.clip)[0] + rng.normal(scale=share,
+                                                                  size=update.shape)
+
+    def release_event(self, received: int, group_size: int) -> dict:
+        """The accountant's event of a sum to which ``received`` of the ``group_size``
+        clients' messages arrived (the others dropped out after the round began).
+
+        With ``noise="distributed"`` the sum carries ``received / group_size`` of the
+        noise's variance, so its multiplier is ``sqrt(received / group_size)`` times the
+        full one; with ``"central"`` or ``"local"`` the full noise is there whoever
+        dropped out (:meth:`round_event`).
+
+        Parameters
+        ----------
+        received : int
+            The messages in the sum (>= 1).
+        group_size : int
+            The clients asked, whose shares make up the full noise (>= ``received``).
+
+        Returns
+        -------
+        dict
+        """
+        m = check_int(group_size, "group_size", low=1)
+        got = check_int(received, "received", low=1, high=m)
+        event = self.round_event()
+        if self.noise == "distributed":
+            event["noise_multiplier"] *= math.sqrt(got / m)
+        return event
 
     def round_event(self) -> dict:
         """A client's release in one round, for its accountant.
