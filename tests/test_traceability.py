@@ -93,11 +93,7 @@ def test_the_readme_is_a_front_door():
 
 
 #: Published notebooks whose source has changed since, and why they wait.
-AWAITING: dict[str, str] = {
-    "gfc_clustering": "its parameters cell now holds literal values (issue 46); its cpu "
-                      "profile takes about an hour of the 2-core machine (20 seeds on the "
-                      "paper's own data), left for the next stop",
-}
+AWAITING: dict[str, str] = {}
 
 
 def _cells(path: Path) -> list[tuple[str, str]]:
