@@ -853,9 +853,11 @@ def test_secure_aggregation_sum_is_the_in_process_engines(healthcare_files, secu
     clip here) and the same per-client AUCs. Two rounds: the second starts from the
     first's sum, so the round trip of the model is checked too. The epsilon of a
     noiseless run is infinite, against the server as for the release."""
+    from topofl_lib.flower import in_process_reference
+
     sc, _ = healthcare_files
     cfg = {"num-rounds": 2, "seed": 11, "noise-multiplier": 0.0, "clip": 1.0}
-    ref = in_process_reference_dp(sc, cfg)
+    ref = in_process_reference(sc, "DP-FedAvg", **cfg)
     res = secure_federation.run("secagg", timeout=600, app="secure-dp", **cfg)
     assert res["secure_aggregation"] == "SecAgg+" and res["relation"] == "add_remove"
     assert [r["received"] for r in res["rounds"]] == [list(range(N_NODES))] * 2
@@ -864,13 +866,6 @@ def test_secure_aggregation_sum_is_the_in_process_engines(healthcare_files, secu
     auc = np.array([scores[str(k)][0] for k in range(N_NODES)])
     np.testing.assert_allclose(auc, ref.history_["client_auc"][-1], atol=1e-3)
     assert all(r["epsilon"] == r["epsilon_server"] == float("inf") for r in res["rounds"])
-
-
-def in_process_reference_dp(sc, cfg):
-    """The in-process engine of the ``secure-dp`` app's runs."""
-    from topofl_lib.flower import in_process_reference
-
-    return in_process_reference(sc, "DP-FedAvg", **cfg)
 
 
 @needs_flower

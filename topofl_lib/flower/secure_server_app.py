@@ -32,7 +32,6 @@ every round, with ``"finished": true`` at the end.
 from __future__ import annotations
 
 import json
-import os
 import time
 from logging import INFO
 
@@ -49,13 +48,14 @@ from flwr.server.strategy import Strategy
 from flwr.server.workflow import DefaultWorkflow, SecAggPlusWorkflow
 from flwr.serverapp import Grid, ServerApp
 
+from ..outputs import write_text_atomic
 from ..privacy.model_channel import ClientLevelDP
 from .polling import PollingGrid
 
 app = ServerApp()
 
 #: Run-config keys forwarded to the clients.
-CLIENT_KEYS = ("seed", "lr", "local-epochs", "batch-size", "C", "n-sub")
+CLIENT_KEYS = ("seed", "lr", "local-epochs", "batch-size", "C")
 
 
 class SecureDPFedAvg(Strategy):
@@ -107,10 +107,7 @@ class SecureDPFedAvg(Strategy):
             return
         out = {**self.history_, "model": None if self._global is None
                else self._global.tolist(), **extra}
-        tmp = f"{self.results_path}.tmp"
-        with open(tmp, "w") as fh:
-            json.dump(out, fh)
-        os.replace(tmp, self.results_path)
+        write_text_atomic(self.results_path, json.dumps(out))
 
     def _clients(self, client_manager):
         deadline = time.monotonic() + self.wait
@@ -171,7 +168,7 @@ class SecureDPFedAvg(Strategy):
         metrics : dict
             Empty.
         """
-        entry = {"round": int(server_round), "started": time.time(), "failures": len(failures)}
+        entry = {"round": int(server_round), "failures": len(failures)}
         if not results:
             entry.update(received=[], epsilon=None, epsilon_server=None)
             self.history_["rounds"].append(entry)

@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 import time
 from logging import INFO, WARNING
 
@@ -66,6 +65,7 @@ from flwr.serverapp.strategy import FedAvg
 
 from ..federated.aggregation import aggregate_round, server_state
 from ..federated.ptopofl import signature_drift
+from ..outputs import write_text_atomic
 from ..topology.descriptor import DESCRIPTOR_NAMES
 from .polling import PollingGrid
 
@@ -157,10 +157,7 @@ class TopoflStrategy(FedAvg):
         out = {"method": self.method, "n_clients": len(self.sizes_),
                "labels": None if self.state_ is None else self.state_["labels"].tolist(),
                **self.history_, **extra}
-        tmp = f"{self.results_path}.tmp"
-        with open(tmp, "w") as fh:
-            json.dump(out, fh)
-        os.replace(tmp, self.results_path)
+        write_text_atomic(self.results_path, json.dumps(out))
 
     # -- checking replies ----------------------------------------------------------------
     @staticmethod

@@ -337,9 +337,6 @@ class ClientLevelDP(_ModelDP):
         """
         updates = as_float_array(updates, "updates")
         weights = as_float_array(weights, "weights")
-        if self.noise == "central":
-            raise ValueError("noise='central' sends the clipped updates un-noised; the "
-                             "server adds the noise (noisy_sum)")
         if updates.ndim != 2 or weights.shape != (updates.shape[0],) or not updates.shape[0]:
             raise ValueError(f"updates must be (m, dim) with m >= 1 and weights (m,), got "
                              f"shapes {updates.shape} and {weights.shape}")
