@@ -17,6 +17,7 @@ from topofl_lib.core import Client, FederatedScenario
 from topofl_lib.deep import TorchModel, deep_variants, make_image_scenario, noise_levels
 from topofl_lib.deep.learner import TorchLearner
 from topofl_lib.federated import FedAvg, make_method
+from topofl_lib.federated.load_noise import applies_load_noise
 from topofl_lib.run_cache import fingerprint
 from topofl_lib.runner import run_comparison
 
@@ -281,7 +282,7 @@ def test_the_flag_is_not_inherited(per_load):
     class Unchecked(FedAvg):
         name = "Unchecked"
 
-    assert FedAvg.applies_load_noise() and not Unchecked.applies_load_noise()
+    assert applies_load_noise(FedAvg) and not applies_load_noise(Unchecked)
     with pytest.raises(ValueError, match="Unchecked.*cannot apply per-load noise"):
         Unchecked(n_rounds=1, model=TorchModel("digits_cnn"), random_state=0).fit(per_load)
 

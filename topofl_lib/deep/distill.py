@@ -38,7 +38,7 @@ class NetworkFedAvg(FedAvg):
     n_rounds, lr, local_epochs, batch_size, C, model, random_state, rng_streams
         As in :class:`~topofl_lib.federated.FederatedAlgorithm`; ``model`` is required.
     solver, evaluate_on, standardise, model_dp
-        As in :class:`~topofl_lib.federated.FederatedAlgorithm` (a ``model_dp`` this
+        As in :class:`~topofl_lib.federated.FedAvg` (a ``model_dp`` this
         class's server rule or gradient would bypass is refused when the fit starts).
 
     Attributes
@@ -65,7 +65,7 @@ class GeneratorFedAvg(NetworkFedAvg):
     n_rounds, lr, local_epochs, batch_size, C, model, random_state, rng_streams
         As in :class:`~topofl_lib.federated.FederatedAlgorithm`; ``model`` is required.
     solver, evaluate_on, standardise, model_dp
-        As in :class:`~topofl_lib.federated.FederatedAlgorithm` (a ``model_dp`` this
+        As in :class:`~topofl_lib.federated.FedAvg` (a ``model_dp`` this
         class's server rule or gradient would bypass is refused when the fit starts).
 
     Attributes

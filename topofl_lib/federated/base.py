@@ -27,13 +27,10 @@ default, a torch network when ``model`` is a :class:`topofl_lib.deep.TorchModel`
 the *learner*'s business (:mod:`topofl_lib.federated.local`), so each algorithm has
 one implementation for every model class.
 
-Differential privacy of the model channel (``model_dp`` of FedAvg, FedProx and pTopoFL;
-:mod:`topofl_lib.privacy.model_channel`) is not here but in the object each fit holds,
-:class:`~topofl_lib.federated.private_training.PrivateTraining`: the loop asks it for
-DP-SGD's gradient and batches in local training, for the client-level round and for
-each round's epsilons (``history_``, and one INFO line per round on the logger
-``topofl_lib.federated``). Without ``model_dp`` it does nothing: no accountant, no extra
-random draw.
+What a wrapper does around the loop goes through the fit's round hooks
+(:class:`~topofl_lib.federated.hooks.RoundHooks`; no-ops unless given): differential
+privacy of the model channel is such a wrapper
+(:class:`~topofl_lib.federated.PrivateMethod`), not code of this class.
 """
 
 from __future__ import annotations
@@ -42,7 +39,6 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from .._validation import (
-    check_choice,
     check_finite,
     check_int,
     check_n_features,
@@ -51,7 +47,8 @@ from .._validation import (
 )
 from ..core.containers import FederatedScenario
 from ..data.preprocessing import client_scaler, standardise_clients
-from .load_noise import applies_load_noise, noise_entropy
+from .hooks import RoundHooks
+from .load_noise import noise_entropy
 from .local import (
     LogisticLearner,
     client_streams,
@@ -59,10 +56,9 @@ from .local import (
     local_sgd,
     workspace,
 )
-from .metrics import evaluate_clients
-from .private_training import PrivateTraining
+from .metrics import evaluate_clients, evaluation_choices, round_history
 from .settings import EVALUATE_ON, RNG_STREAMS, check_common_params, check_label_range
-from .solvers import fit_logistic
+from .solvers import LocalOptima
 
 __all__ = ["EVALUATE_ON", "RNG_STREAMS", "FederatedAlgorithm", "client_streams"]
 
@@ -70,9 +66,8 @@ __all__ = ["EVALUATE_ON", "RNG_STREAMS", "FederatedAlgorithm", "client_streams"]
 class FederatedAlgorithm(BaseEstimator):
     """Base class; see the module docstring.
 
-    FedAvg, pTopoFL and Local-only add ``solver``, and FedAvg, FedProx and pTopoFL add
-    ``model_dp`` (documented here, under Parameters, with the parameters every algorithm
-    shares).
+    FedAvg, pTopoFL and Local-only add ``solver`` (documented here, under Parameters,
+    with the parameters every algorithm shares).
 
     Parameters
     ----------
@@ -108,12 +103,6 @@ class FederatedAlgorithm(BaseEstimator):
         Standardise each client's features with its own training statistics before
         anything else (:func:`topofl_lib.data.standardise_clients`). ``None``: the
         scenario's choice (``False`` if it has none).
-    model_dp : None, ClientLevelDP or SampleLevelDP
-        (FedAvg, FedProx, pTopoFL) differential privacy of the model channel
-        (:mod:`topofl_lib.privacy.model_channel`): client-level DP-FedAvg (clipped
-        updates, Gaussian noise drawn by the clients or the server, client sampling) or
-        sample-level DP-SGD
-        in local training (``solver="sgd"``). ``None``: models are sent in the clear.
 
     Attributes
     ----------
@@ -131,15 +120,10 @@ class FederatedAlgorithm(BaseEstimator):
         client. AUC is NaN for multi-class models (accuracy is their metric). Binary
         clients always have an AUC: :class:`Client` refuses a binary test split with a
         single class, so every mean is over the same clients in every round (a NaN would
-        propagate into the mean, never be skipped).
-        With ``model_dp``, also ``"epsilon"``, ``"epsilon_descriptor"`` and
-        ``"epsilon_model"`` of shape (n_rounds,): the largest over the clients of the
-        epsilon at ``model_dp.delta`` of everything a client released up to the end of
-        the round (both channels composed together; each channel alone), and
-        ``"client_epsilon"`` of shape (n_rounds, n_clients), every client's total.
-    accountants_ : list of PrivacyAccountant
-        (with ``model_dp``) one per client: every release it made (``events()``) and
-        its epsilon per round (``history(delta)``).
+        propagate into the mean, never be skipped). Round hooks add their own entries
+        (the epsilons of :meth:`PrivateTraining.finish
+        <topofl_lib.federated.private_training.PrivateTraining.finish>`) and attributes
+        (its ``accountants_``).
     evaluation_ : dict
         The evaluation choices this fit used: ``evaluate_on`` and ``standardise``.
     n_clients_ : int
@@ -150,8 +134,12 @@ class FederatedAlgorithm(BaseEstimator):
     name = "base"
     #: Whether the class trains on the learner's mini-batches only, so that a client's
     #: per-load noise reaches everything it learns from (see the module docstring).
-    #: Read from the class's own body, never inherited (:meth:`applies_load_noise`).
+    #: Read from the class's own body, never inherited
+    #: (:func:`~topofl_lib.federated.load_noise.applies_load_noise`).
     load_noise = False
+    #: Whether every local step of the class is :meth:`_train`'s SGD (round hooks choose
+    #: its gradient and batches); False for a local solver of its own.
+    local_sgd = True
 
     def __init__(self, n_rounds=15, lr=0.1, local_epochs=2, batch_size=32, C=1.0,
                  model=None, random_state=None, rng_streams="shared", evaluate_on=None,
@@ -169,36 +157,39 @@ class FederatedAlgorithm(BaseEstimator):
 
     def _validate_common(self) -> None:
         check_common_params(self, self._solver)
-        self._check_model_dp()
+        self._default_hooks().check(self)
 
-    def _check_model_dp(self) -> None:
-        PrivateTraining.check(
-            self._model_dp, type(self).__name__, solver=self._solver, client_dp=self._client_dp,
-            own_gradient=type(self)._gradient is not FederatedAlgorithm._gradient)
+    def _default_hooks(self) -> RoundHooks:
+        """The round hooks of a fit given none (FedAvg's and pTopoFL's ``model_dp``)."""
+        return RoundHooks()
 
     @property
     def _solver(self) -> str:
         return getattr(self, "solver", "sgd")
 
     @property
-    def _client_dp(self) -> bool:
-        """Whether this class's rounds run client-level DP (FedAvg, FedProx, pTopoFL)."""
+    def _mean_rule(self) -> bool:
+        """Whether this class's round hands its (cluster-wise) weighted-mean server rule
+        to hooks that aggregate (:meth:`_hooked_mean_round`)."""
         return False
 
-    @property
-    def _model_dp(self):
-        """The model-channel DP option (``model_dp``), or None."""
-        return getattr(self, "model_dp", None)
+    def traits(self) -> dict:
+        """What round hooks may rely on in this method.
 
-    def _evaluation(self, scenario: FederatedScenario) -> dict:
-        """The evaluation choices of a fit: the method's own, else the scenario's."""
-        chosen = {"evaluate_on": "honest", "standardise": False,
-                  **scenario.meta.get("evaluation", {})}
-        for key in chosen:
-            if getattr(self, key) is not None:
-                chosen[key] = getattr(self, key)
-        check_choice(chosen["evaluate_on"], "evaluate_on", EVALUATE_ON)
-        return chosen
+        Returns
+        -------
+        dict
+            ``solver``; ``own_gradient``: whether the class adds a term of its own to
+            the learner's gradient; ``local_sgd``: whether its local training is
+            :meth:`_train`'s SGD; ``mean_rule``: whether its server rule is a
+            (cluster-wise) weighted mean the hooks may take over; ``record_coupling``:
+            None, or why a record's features depend on the client's other records and
+            what to do instead.
+        """
+        return {"solver": self._solver,
+                "own_gradient": type(self)._gradient is not FederatedAlgorithm._gradient,
+                "local_sgd": type(self).local_sgd, "mean_rule": self._mean_rule,
+                "record_coupling": None}
 
     def _batch(self, k: int) -> int:
         """Client ``k``'s mini-batch size (``batch_size=None``: all its training data)."""
@@ -264,30 +255,19 @@ class FederatedAlgorithm(BaseEstimator):
             if extra is not None:
                 raise ValueError(f"solver='lbfgs' cannot add {type(self).__name__}'s extra "
                                  "gradient term; use solver='sgd'")
-            return self._reply(k, w0, self._converged(k)), 0
+            return self._reply(k, w0, self._optima.get(k, self._data[k])), 0
         to_work, from_work = self._workspace()
         n, batch, rng = int(self._n[k]), self._batch(k), self._client_rng(k)
-        gradient, batches = self._privacy.sgd(self.learner_, self._data[k], n, batch,
-                                              self.local_epochs, rng, to_work,
-                                              self._gradient(k))
+        gradient, batches = self._hooks.local_sgd(self.learner_, self._data[k], n, batch,
+                                                  self.local_epochs, rng, to_work,
+                                                  self._gradient(k))
         w, steps = local_sgd(
             to_work(w0), gradient, n, lr=self.lr, epochs=self.local_epochs,
             batch_size=batch, rng=rng, extra=extra, momentum=self.learner_.momentum,
             batches=batches,
         )
-        if batches is not None:
-            self._privacy.count_steps(k, steps)
+        self._hooks.trained(k, steps)
         return self._reply(k, w0, from_work(w)), steps
-
-    def _converged(self, k: int) -> np.ndarray:
-        """Client ``k``'s local optimum (``solver="lbfgs"``), fitted once per data set."""
-        data = self._data[k]
-        cached = self._optima.get(k)
-        if cached is None or cached[0] is not data:
-            Xb, y, _ = data
-            cached = (data, fit_logistic(Xb[:, :-1], y, self.C))
-            self._optima[k] = cached
-        return cached[1].copy()
 
     def _reply(self, k: int, w0: np.ndarray, w: np.ndarray) -> np.ndarray:
         """What client ``k`` returns after local training from ``w0`` to ``w``: its model,
@@ -305,17 +285,6 @@ class FederatedAlgorithm(BaseEstimator):
         when = "" if self._round_number is None else f" (data of round {self._round_number})"
         client.validate(f"client {k}{when}")
 
-    @classmethod
-    def applies_load_noise(cls) -> bool:
-        """Whether this class accepts clients with per-load noise
-        (:func:`~topofl_lib.federated.load_noise.applies_load_noise`).
-
-        Returns
-        -------
-        bool
-        """
-        return applies_load_noise(cls)
-
     def _load_client(self, k: int, client) -> None:
         """(Re)build client ``k``'s training and test arrays (round 0 and schedule changes)."""
         self._clients[k] = client
@@ -327,23 +296,38 @@ class FederatedAlgorithm(BaseEstimator):
         self._tests[k] = (self._features(k, client.X_test), client.y_test)
 
     # -- loop --------------------------------------------------------------------
-    def fit(self, scenario: FederatedScenario):
-        """Run ``n_rounds`` rounds on ``scenario`` and record per-round metrics."""
+    def fit(self, scenario: FederatedScenario, hooks: RoundHooks | None = None):
+        """Run ``n_rounds`` rounds on ``scenario`` and record per-round metrics.
+
+        Parameters
+        ----------
+        scenario : FederatedScenario
+        hooks : RoundHooks, optional
+            A wrapper's round hooks (:class:`~topofl_lib.federated.PrivateMethod`
+            passes its own); default: the method's own (its ``model_dp``, or none).
+
+        Returns
+        -------
+        FederatedAlgorithm
+            ``self``, fitted.
+        """
         if not isinstance(scenario, FederatedScenario):
             raise TypeError(
                 f"scenario must be a FederatedScenario, got {type(scenario).__name__}"
             )
         self._check_params()
-        self.evaluation_ = self._evaluation(scenario)
+        if hooks is not None and not isinstance(hooks, RoundHooks):
+            raise TypeError(f"hooks must be a RoundHooks, got {type(hooks).__name__}")
+        self._hooks = self._default_hooks() if hooks is None else hooks
+        self._hooks.check(self)
+        self.evaluation_ = evaluation_choices(self, scenario)
         self.scenario_ = scenario
-        self._privacy = PrivateTraining(self._model_dp)
-        self._privacy.check_fit(self.evaluation_["standardise"], bool(self.standardise))
         if self.evaluation_["standardise"]:
             scenario = standardise_clients(scenario)
         self._rng = check_random_state(self.random_state)
         self._noise_entropy = noise_entropy(self, scenario, self.evaluation_["standardise"],
                                             self._rng)
-        self._optima = {}
+        self._optima = LocalOptima(self.C)
         clients = list(scenario.clients)
         self._round_number = None
         for k, c in enumerate(clients):
@@ -364,7 +348,7 @@ class FederatedAlgorithm(BaseEstimator):
         else:
             self.learner_ = self.model.make_learner(clients[0].X_train.shape[1], self._rng)
         check_label_range(scenario, self.learner_, self.model)
-        self._privacy.start(K, self.learner_, self._rng)
+        self._hooks.start(self, self._rng)
         self._w_init = self.learner_.init_params(None)
         self._prepare(scenario)
         self._data, self._tests = [None] * K, [None] * K
@@ -377,7 +361,6 @@ class FederatedAlgorithm(BaseEstimator):
         scored = honest if self.evaluation_["evaluate_on"] == "honest" else np.arange(K)
         client_auc = np.full((self.n_rounds, K), np.nan)
         client_acc = np.full((self.n_rounds, K), np.nan)
-        privacy = np.full((self.n_rounds, 4, K), np.nan)  # total, descriptor, model, server
         for r in range(self.n_rounds):
             self._round_number = r + 1
             for k, c in enumerate(scenario.clients_at(r)):
@@ -386,32 +369,26 @@ class FederatedAlgorithm(BaseEstimator):
                     self._client_changed(k, c)
                     self._load_client(k, c)
             self._round(r)
-            if self._privacy.level is not None:
-                privacy[r] = self._privacy.end_round(r + 1, self._n, self._batch)
-                self._privacy.log(type(self).__name__, r, self.n_rounds, privacy[r])
+            self._hooks.end_round(r + 1, self._n, self._batch)
             client_auc[r], client_acc[r] = evaluate_clients(
                 self.learner_, self._client_model, self._tests, r + 1).T
-        self.history_ = {
-            "auc": client_auc[:, scored].mean(axis=1),
-            "accuracy": client_acc[:, scored].mean(axis=1),
-            "client_auc": client_auc,
-            "client_accuracy": client_acc,
-        }
-        if self._privacy.level is not None:
-            self.history_.update(self._privacy.history(privacy))
-            self.accountants_ = self._privacy.accountants_
-            self.server_accountants_ = self._privacy.server_accountants_
+        self.history_ = round_history(client_auc, client_acc, scored)
+        history, attributes = self._hooks.finish()
+        self.history_.update(history)
+        for name, value in attributes.items():
+            setattr(self, name, value)
         return self
 
-    def _account(self, event: dict, clients=None) -> None:
-        """Record a release ``event`` of this round for ``clients`` (default: all)."""
-        self._privacy.account(event, self._round_number or 0, clients)
+    def _record_release(self, event: dict, clients=None) -> None:
+        """Tell the hooks of a release ``event`` of this round by ``clients`` (default: all)."""
+        self._hooks.record(event, self._round_number or 0, clients)
 
-    def _private_round(self, starts: np.ndarray, groups: np.ndarray, weights: np.ndarray,
-                       extra=None) -> tuple[np.ndarray, np.ndarray]:
-        """Client-level DP's round (:meth:`PrivateTraining.noisy_round`), training each
-        sampled client with its ``extra(k)`` term."""
-        return self._privacy.noisy_round(starts, groups, weights, lambda k, w: self._train(
+    def _hooked_mean_round(self, starts: np.ndarray, groups: np.ndarray,
+                           weights: np.ndarray, extra=None) -> tuple[np.ndarray, np.ndarray]:
+        """The hooks' round in place of the mean rule (:meth:`RoundHooks.mean_round
+        <topofl_lib.federated.hooks.RoundHooks.mean_round>`), training each client with
+        its ``extra(k)`` term."""
+        return self._hooks.mean_round(starts, groups, weights, lambda k, w: self._train(
             k, w, None if extra is None else extra(k))[0])
 
     def _prepare(self, scenario: FederatedScenario) -> None:

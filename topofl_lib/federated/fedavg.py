@@ -7,6 +7,7 @@ import numpy as np
 from .._validation import check_real
 from ..core.registry import register_method
 from .base import FederatedAlgorithm
+from .private_training import hooks_for
 
 __all__ = ["FedAvg", "FedProx"]
 
@@ -32,8 +33,15 @@ class FedAvg(FederatedAlgorithm):
     ----------
     n_rounds, lr, local_epochs, batch_size, C, model, random_state, rng_streams
         As in :class:`FederatedAlgorithm`.
-    solver, evaluate_on, standardise, model_dp
+    solver, evaluate_on, standardise
         As in :class:`FederatedAlgorithm`.
+    model_dp : None, ClientLevelDP or SampleLevelDP
+        Differential privacy of the model channel (:mod:`topofl_lib.privacy.model_channel`):
+        the round hooks :class:`~topofl_lib.federated.PrivateMethod` installs around any
+        method (``FedAvg(model_dp=dp)`` fits as ``PrivateMethod(FedAvg(), dp)``).
+        Client-level DP-FedAvg (clipped updates, Gaussian noise drawn by the clients or
+        the server, client sampling) or sample-level DP-SGD in local training
+        (``solver="sgd"``). ``None``: models are sent in the clear.
 
     Attributes
     ----------
@@ -62,10 +70,13 @@ class FedAvg(FederatedAlgorithm):
         self.solver = solver
         self.model_dp = model_dp
 
+    def _default_hooks(self):
+        return hooks_for(self.model_dp)
+
     @property
-    def _client_dp(self) -> bool:
-        """Client-level DP replaces this round's averaging; a subclass with its own
-        server rule (``_round`` or ``_aggregate``) does not run it."""
+    def _mean_rule(self) -> bool:
+        """Hooks may replace this round's averaging; a subclass with its own server rule
+        (``_round`` or ``_aggregate``) does not hand it over."""
         cls = type(self)
         return cls._round is FedAvg._round and cls._aggregate is FedAvg._aggregate
 
@@ -77,10 +88,9 @@ class FedAvg(FederatedAlgorithm):
 
     def _round(self, r):
         w = self.coef_
-        dp = self._model_dp
-        if dp is not None and dp.level == "client":
+        if self._hooks.aggregates:
             K = self.n_clients_
-            self.local_models_, models = self._private_round(
+            self.local_models_, models = self._hooked_mean_round(
                 w[None, :], np.zeros(K, dtype=np.int64), np.ones(K), self._extra)
             self.coef_ = models[0]
             return

@@ -8,9 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_float_array, check_finite, check_real
+from .._validation import as_float_array, check_choice, check_finite, check_real
+from .settings import EVALUATE_ON
 
-__all__ = ["accuracy", "convergence_round", "evaluate_clients", "roc_auc"]
+__all__ = ["accuracy", "convergence_round", "evaluate_clients", "evaluation_choices",
+           "roc_auc", "round_history"]
 
 
 def _check_scored(y_true, scores, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -138,3 +140,47 @@ def evaluate_clients(learner: Any, model_of: Callable[[int], np.ndarray],
             cache[key] = learner.evaluate(w, X_test, y_test)
         scores[k] = cache[key]
     return scores
+
+
+def evaluation_choices(method, scenario) -> dict:
+    """The evaluation choices of a fit: the method's own, else the scenario's
+    (``scenario.meta["evaluation"]``), else ``evaluate_on="honest"``, no standardising.
+
+    Parameters
+    ----------
+    method : FederatedAlgorithm
+        Its ``evaluate_on`` and ``standardise`` (None: not chosen).
+    scenario : FederatedScenario
+
+    Returns
+    -------
+    dict
+        ``evaluate_on`` and ``standardise``.
+    """
+    chosen = {"evaluate_on": "honest", "standardise": False,
+              **scenario.meta.get("evaluation", {})}
+    for key in chosen:
+        if getattr(method, key) is not None:
+            chosen[key] = getattr(method, key)
+    check_choice(chosen["evaluate_on"], "evaluate_on", EVALUATE_ON)
+    return chosen
+
+
+def round_history(client_auc: np.ndarray, client_acc: np.ndarray, scored) -> dict:
+    """A fit's ``history_`` of metrics: each round's mean over the ``scored`` clients,
+    and every client's.
+
+    Parameters
+    ----------
+    client_auc, client_acc : ndarray of shape (n_rounds, K)
+    scored : ndarray of int
+        The evaluated clients.
+
+    Returns
+    -------
+    dict of ndarray
+        ``auc``, ``accuracy``, ``client_auc``, ``client_accuracy``.
+    """
+    return {"auc": client_auc[:, scored].mean(axis=1),
+            "accuracy": client_acc[:, scored].mean(axis=1),
+            "client_auc": client_auc, "client_accuracy": client_acc}

@@ -45,6 +45,7 @@ class PFedMe(FederatedAlgorithm):
     """
 
     name = "pFedMe"
+    local_sgd = False  # the Moreau-envelope steps of _local, several per batch
 
     def __init__(self, n_rounds=15, lr=0.05, local_epochs=2, batch_size=32, C=1.0,
                  lam=15.0, personal_lr=0.05, inner_steps=5, beta=1.0, model=None,
@@ -84,9 +85,18 @@ class PFedMe(FederatedAlgorithm):
         self.personal_[k] = from_work(theta)
         return self._reply(k, self.coef_, from_work(w))
 
+    @property
+    def _mean_rule(self) -> bool:
+        return True
+
     def _round(self, r):
-        local = np.array([self._local(k) for k in range(self.n_clients_)])
-        self.coef_ = (1 - self.beta) * self.coef_ + self.beta * local.mean(axis=0)
+        K = self.n_clients_
+        if self._hooks.aggregates:  # the hooks' mean of the clients' models
+            mean = self._hooks.mean_round(self.coef_[None, :], np.zeros(K, dtype=np.int64),
+                                          np.ones(K), lambda k, w: self._local(k))[1][0]
+        else:
+            mean = np.array([self._local(k) for k in range(K)]).mean(axis=0)
+        self.coef_ = (1 - self.beta) * self.coef_ + self.beta * mean
 
     def _client_model(self, k):
         return self.personal_[k]

@@ -88,6 +88,7 @@ from .aggregation import (
 )
 from .augmentation import augment_features, augmentation_stats
 from .base import FederatedAlgorithm, client_streams
+from .private_training import hooks_for
 
 __all__ = ["PTopoFL", "augment_features", "augmentation_stats", "signature_drift"]
 
@@ -117,10 +118,10 @@ class PTopoFL(FederatedAlgorithm):
     n_rounds, lr, local_epochs, batch_size, C, model, random_state, rng_streams
         As in :class:`FederatedAlgorithm`.
     solver, evaluate_on, standardise, model_dp
-        As in :class:`FederatedAlgorithm`. With ``solver="lbfgs"`` every client fits its
-        (augmented) local optimum each round, so the cluster models are the same in
-        every round: the solver of the paper's released code. ``model_dp``: see the
-        module docstring.
+        As in :class:`FederatedAlgorithm` (``model_dp``: as in :class:`FedAvg`, and the
+        module docstring). With ``solver="lbfgs"`` every client fits its (augmented)
+        local optimum each round, so the cluster models are the same in every round: the
+        solver of the paper's released code.
     n_clusters : int, default=2
         ``M`` (paper: 2 for Scenarios A/B).
     beta : float, default=0.3
@@ -148,9 +149,10 @@ class PTopoFL(FederatedAlgorithm):
         normalised signatures over the last ``drift_window`` rounds and their mean over
         the first ``drift_window`` rounds after the last clustering (averaging damps the
         round-to-round sampling noise of a client whose records are renewed each round).
-    descriptor_mechanism : object with ``release(x, random_state)``, optional
-        A DP mechanism (e.g. :class:`topofl_lib.privacy.GaussianMechanism`) applied to the
-        normalised descriptors before the server sees them. Requires ``distance="l2"``.
+    descriptor_mechanism : object, optional
+        A DP mechanism (e.g. :class:`topofl_lib.privacy.GaussianMechanism`; its
+        ``release(x, random_state)`` and ``privacy_event()``) applied to the normalised
+        descriptors before the server sees them. Requires ``distance="l2"``.
     descriptor : {"paper", "class_conditional", "model_anchored"} or transformer
         What each client sends as phi_k: the paper's 48-dim descriptor
         (default, unchanged behaviour), or a label-aware one
@@ -243,15 +245,6 @@ class PTopoFL(FederatedAlgorithm):
         if self.model is not None and self.augment:
             raise ValueError("augment=True appends tabular features and needs the logistic "
                              "model; pass augment=False with a TorchModel")
-        dp = self._model_dp
-        if self.augment and dp is not None and dp.level == "sample":
-            raise ValueError(
-                f"model_dp={dp!r} bounds what removing one record changes in a clipped batch "
-                "sum (by the clip), but augment=True builds every record's four extra "
-                "features from the client's whole data (its centroid and persistence "
-                "statistics), so removing one record changes every example's gradient and "
-                "the accountant's bound does not hold; pass augment=False, or use "
-                "ClientLevelDP (it protects a client's whole data)")
         label_aware.check_descriptor(self.descriptor, self.n_sub, self.n_thresholds)
         if not label_aware.is_paper(self.descriptor):
             if self.distance != "l2":
@@ -269,15 +262,29 @@ class PTopoFL(FederatedAlgorithm):
                 raise ValueError("drift_threshold needs signature tracking, which a "
                                  "descriptor_mechanism turns off (each release spends "
                                  "privacy budget); pass drift_threshold=None")
-            if self.model_dp is not None and not callable(
-                    getattr(self.descriptor_mechanism, "privacy_event", None)):
-                raise TypeError("model_dp accounts every release, so descriptor_mechanism "
-                                "needs a privacy_event() method (GaussianMechanism and "
-                                "LaplaceMechanism have one), got "
-                                f"{type(self.descriptor_mechanism).__name__}")
+            if not callable(getattr(self.descriptor_mechanism, "privacy_event", None)):
+                raise TypeError("every descriptor release is recorded (and accounted under "
+                                "model_dp), so descriptor_mechanism needs a privacy_event() "
+                                "method (GaussianMechanism and LaplaceMechanism have one), "
+                                f"got {type(self.descriptor_mechanism).__name__}")
+
+    def _default_hooks(self):
+        return hooks_for(self.model_dp)
+
+    def traits(self) -> dict:
+        """As :meth:`FederatedAlgorithm.traits`; ``augment=True`` couples records.
+
+        Returns
+        -------
+        dict
+        """
+        coupling = ("augment=True builds every record's four extra features from the "
+                    "client's whole data (its centroid and persistence statistics)",
+                    "pass augment=False")
+        return {**super().traits(), "record_coupling": coupling if self.augment else None}
 
     @property
-    def _client_dp(self) -> bool:
+    def _mean_rule(self) -> bool:
         return True
 
     def _descriptor_points(self, k, X, w):
@@ -334,9 +341,9 @@ class PTopoFL(FederatedAlgorithm):
         ``phi`` itself; accounted for every client (with ``model_dp``)."""
         mechanism = self.descriptor_mechanism
         if mechanism is None:
-            self._account({"mechanism": "none", "channel": "descriptor"})
+            self._record_release({"mechanism": "none", "channel": "descriptor"})
             return phi
-        self._account({**mechanism.privacy_event(), "channel": "descriptor"})
+        self._record_release({**mechanism.privacy_event(), "channel": "descriptor"})
         return mechanism.release(normalise_descriptors(phi), self._rng)
 
     def _server_step(self, descriptors, diagrams, sizes, labels=None) -> None:
@@ -372,9 +379,8 @@ class PTopoFL(FederatedAlgorithm):
 
     def _round(self, r):
         K = self.n_clients_
-        dp = self._model_dp
-        if dp is not None and dp.level == "client":
-            self.local_models_, models = self._private_round(
+        if self._hooks.aggregates:
+            self.local_models_, models = self._hooked_mean_round(
                 self.cluster_models_, self.labels_, self._dp_weights())
             self.cluster_models_ = blend_clusters(models, self._cluster_sizes, self.beta)
         else:
@@ -388,7 +394,7 @@ class PTopoFL(FederatedAlgorithm):
             phis = self._label_aware_round()
         if self._tracking:
             if self._label_clients is None:  # sent in the clear (no mechanism)
-                self._account({"mechanism": "none", "channel": "descriptor"})
+                self._record_release({"mechanism": "none", "channel": "descriptor"})
             tops = ([(p, None) for p in phis] if self._label_clients is not None else
                     [self._topology(k, c.X_train, self.cluster_models_[self.labels_[k]])
                      for k, c in enumerate(self._clients)])
@@ -407,8 +413,7 @@ class PTopoFL(FederatedAlgorithm):
     def _weight_sizes(self, sizes: np.ndarray) -> np.ndarray:
         """The sizes Eq. 6 weighs by: the clients' sizes, or all 1 under client-level DP
         (a size is unbounded, so it cannot weigh a clipped update)."""
-        dp = self._model_dp
-        return np.ones_like(sizes) if dp is not None and dp.level == "client" else sizes
+        return np.ones_like(sizes) if self._hooks.aggregates else sizes
 
     def _dp_weights(self) -> np.ndarray:
         """Each client's weight in its cluster's sum under client-level DP: its

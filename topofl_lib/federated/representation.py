@@ -96,7 +96,7 @@ class FeatureLossFedAvg(FedAvg):
     n_rounds, lr, local_epochs, batch_size, C, model, random_state, rng_streams
         As in :class:`~topofl_lib.federated.FederatedAlgorithm` (``model`` is required).
     solver, evaluate_on, standardise, model_dp
-        As in :class:`~topofl_lib.federated.FederatedAlgorithm` (``solver`` must be
+        As in :class:`~topofl_lib.federated.FedAvg` (``solver`` must be
         ``"sgd"``: the feature term is part of the SGD gradient; a ``model_dp`` this
         class's server rule or gradient would bypass is refused when the fit starts).
 
@@ -173,7 +173,7 @@ class DecoupledFedAvg(FeatureLossFedAvg):
     n_rounds, lr, local_epochs, batch_size, C, model, random_state, rng_streams
         As in :class:`~topofl_lib.federated.FederatedAlgorithm` (``model`` is required).
     solver, evaluate_on, standardise, model_dp
-        As in :class:`~topofl_lib.federated.FederatedAlgorithm` (``solver="sgd"``; a
+        As in :class:`~topofl_lib.federated.FedAvg` (``solver="sgd"``; a
         ``model_dp`` this class's server rule or gradient would bypass is refused when
         the fit starts).
 

@@ -36,7 +36,7 @@ class CoordinateMedian(FedAvg):
     n_rounds, lr, local_epochs, batch_size, C, model, random_state, rng_streams
         As in :class:`~topofl_lib.federated.FederatedAlgorithm`.
     solver, evaluate_on, standardise, model_dp
-        As in :class:`~topofl_lib.federated.FederatedAlgorithm` (``model_dp``: DP-SGD
+        As in :class:`~topofl_lib.federated.FedAvg` (``model_dp``: DP-SGD
         only; client-level DP would replace the median by DP-FedAvg's noisy mean).
     """
 

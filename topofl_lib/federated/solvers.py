@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
-__all__ = ["SOLVERS", "fit_logistic"]
+__all__ = ["SOLVERS", "LocalOptima", "fit_logistic"]
 
 #: Local solvers: mini-batch SGD from the received model, or the exact local optimum.
 SOLVERS = ("sgd", "lbfgs")
@@ -49,3 +49,39 @@ def fit_logistic(X: np.ndarray, y: np.ndarray, C: float, max_iter: int = 1000) -
     """
     model = LogisticRegression(C=C, max_iter=max_iter).fit(X, y)
     return np.r_[model.coef_.ravel(), model.intercept_]
+
+
+class LocalOptima:
+    """The clients' local optima of one fit (``solver="lbfgs"``), each fitted once per
+    data set (a continual scenario's new data are fitted again).
+
+    Parameters
+    ----------
+    C : float
+        Inverse regularisation strength.
+    """
+
+    def __init__(self, C: float):
+        self.C = C
+        self._cache: dict = {}
+
+    def get(self, k: int, data: tuple) -> np.ndarray:
+        """Client ``k``'s optimum on ``data`` (the learner's ``(Xb, y, ...)``), a copy.
+
+        Parameters
+        ----------
+        k : int
+            The client.
+        data : tuple
+            Its data in the logistic learner's form (features with a bias column, labels).
+
+        Returns
+        -------
+        ndarray of shape (d + 1,)
+        """
+        cached = self._cache.get(k)
+        if cached is None or cached[0] is not data:
+            Xb, y = data[0], data[1]
+            cached = (data, fit_logistic(Xb[:, :-1], y, self.C))
+            self._cache[k] = cached
+        return cached[1].copy()

@@ -15,6 +15,7 @@ __all__ = [
     "GaussianMechanism",
     "LaplaceMechanism",
     "PrivacyAccountant",
+    "PrivateMethod",
     "SampleLevelDP",
     "analytic_gaussian_sigma",
     "calibrate_noise_multiplier",
@@ -45,6 +46,7 @@ __all__ = [
 __getattr__, __dir__ = attach(__name__, {
     ".accounting": ["RELATIONS", "PrivacyAccountant", "calibrate_noise_multiplier"],
     ".budget": ["split_budget"],
+    ".wrapper": ["PrivateMethod"],
     ".audit": ["clopper_pearson", "empirical_epsilon", "epsilon_from_rates",
                "gaussian_mechanism_audit", "held_out_epsilon"],
     ".attacks": ["ATTACK_DESCRIPTORS", "descriptor_map", "invert_batch_gradient",
