@@ -122,26 +122,34 @@ def test_process_workers_are_pinned_with_one_thread(processes):
     assert processes.startup_seconds == 0.0  # started now
 
 
-def test_this_process_computes_beside_the_spawned_workers(one_thread):
-    import multiprocessing
-
-    """make_executor(2): one spawned process and this one; the same results as serial."""
+def test_make_executor_2_is_a_pool_of_two_processes(one_thread):
+    """make_executor(2): two worker processes; the same results as serial, usable again
+    after a failed map."""
     with make_executor(2) as ex:
-        assert (ex.n_workers, ex.spawned, ex.this_process) == (2, 1, True)
-        assert ex.startup_seconds == ex.startup_seconds_per_worker  # one process to start
+        assert (ex.n_workers, ex.startup_seconds) == (2, 2 * ex.startup_seconds_per_worker)
         assert _same_arrays(dict(ex.map_unordered(tasks.train_tiny, SEEDS)),
                             _serial(tasks.train_tiny, SEEDS))
-        with multiprocessing.get_context("spawn").Manager() as manager:
-            barrier = manager.Barrier(2)  # two calls that wait for each other
-            states = [s for _, s in ex.map_unordered(tasks.meet_at_barrier,
-                                                     [(barrier,), (barrier,)])]
         with pytest.raises(tasks.TaskFailed, match="task 5 failed"):
             list(ex.map_unordered(tasks.fail_on, [(x, 5) for x in range(8)]))
         assert dict(ex.map_unordered(tasks.square_plus, PAIRS)) == _serial(
-            tasks.square_plus, PAIRS)  # usable again after a failed map
-    assert {s["pid"] for s in states} == {os.getpid(), states[1 - [
-        s["pid"] for s in states].index(os.getpid())]["pid"]}
-    assert len({s["pid"] for s in states}) == 2  # this process and the spawned one
+            tasks.square_plus, PAIRS)
+
+
+def test_workers_take_the_devices_the_fewest_workers_hold(one_thread):
+    """Each worker process takes, on its first call, the device the fewest live workers
+    hold (a worker of an earlier executor that loky reuses takes a device of the new one)."""
+    import multiprocessing
+
+    from topofl_lib.runner.executors import _DeviceBook
+
+    with multiprocessing.get_context("spawn").Manager() as manager:
+        book = _DeviceBook(("cpu", "cuda:0", "cuda:1"), manager)
+        assert book.take() == "cpu"
+        book.held[os.getppid()] = "cpu"  # a live worker
+        book.held[2**22 + 12345] = "cuda:0"  # a worker that died: its device is free again
+        assert book.take() == "cuda:0"  # this process anew: cpu is held, cuda:0 is free
+        assert dict(book.held) == {os.getppid(): "cpu", os.getpid(): "cuda:0"}
+    assert _DeviceBook(("cpu",)).take() == "cpu"
 
 
 def test_process_executor_raises_the_tasks_error(processes):
@@ -325,9 +333,6 @@ def test_schedule_serial_when_workers_do_not_pay():
     s = choose_schedule(99, 0.026, ProcessExecutor(2))
     assert s == Schedule("serial", 1, "serial: 99 runs of ~0.026 s (2.6 s) do not pay for "
                                       "starting 2 worker processes (~3 s)")
-    # this process is one of the workers: only the other one is started
-    assert choose_schedule(99, 0.026, ProcessExecutor(2, this_process=True)).reason.endswith(
-        "do not pay for starting 1 worker process (~1.5 s)")
     # below PAYOFF times the start-up: serial (the hand-overs would eat the gain)
     assert choose_schedule(999, 0.026, ProcessExecutor(2)).mode == "serial"
     assert choose_schedule(10_000, 5.0, SerialExecutor()).reason == (

@@ -8,8 +8,8 @@ started are cancelled. The numbers never depend on the executor: a worker comput
 exactly as this process would, with one torch thread.
 
 * :class:`SerialExecutor`: in this process, one call after the other;
-* :class:`ProcessExecutor`: ``n_workers`` processes started with ``spawn`` on first use,
-  each with one torch thread and pinned to one device (``devices``, e.g.
+* :class:`ProcessExecutor`: ``n_workers`` processes of joblib's loky pool, started on
+  first use, each with one torch thread and pinned to one device (``devices``, e.g.
   ``["cuda:0", "cuda:1"]``, or ``["cuda:0", "cuda:0"]`` for two small runs sharing a
   GPU; default the CPU);
 * :class:`DaskExecutor`: the workers of a Dask cluster (``distributed``), reached by
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import abc
 import sys
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from numbers import Integral
 from typing import Any, ClassVar
@@ -154,49 +153,79 @@ class SerialExecutor(Executor):
         return f"SerialExecutor(device={self.device!r})"
 
 
-_QUEUES: list = []  # in a spawned worker: the shared (calls, results) queues
+_READY: list = []  # in a worker process: the token of the book it was set up by
 
 
-def _start_worker(devices, calls=None, results=None) -> None:
-    """A worker process's initializer: one torch and one persistence thread, the next
-    device of the queue, and the shared queues it takes calls from (see :func:`_serve`)."""
-    one_thread_each()
-    pin_device(devices.get(timeout=60))
-    _QUEUES[:] = [calls, results]
+def _in_worker(i: int, fn: Callable, args: Sequence, book) -> tuple[int, Any]:
+    """Call ``i`` in a worker process of :class:`ProcessExecutor`, ``(i, fn(*args))`` (joblib
+    yields results only), the process set up on its first call for this executor (loky
+    reuses a worker across executors): one torch and one persistence thread, and the
+    device ``book`` hands it."""
+    if _READY != [book.token]:
+        one_thread_each()
+        pin_device(book.take())
+        _READY[:] = [book.token]
+    return i, fn(*args)
 
 
-def _serve() -> None:
-    """A spawned worker's loop: take calls from the shared queue until a ``None``; put
-    ``(token, index, ok, result or exception)`` on the results queue."""
-    calls, results = _QUEUES
-    while (item := calls.get()) is not None:
-        token, i, fn, args = item
-        try:
-            results.put((token, i, True, fn(*args)))
-        except Exception as exc:  # noqa: BLE001 (handed to the caller, who raises it)
-            results.put((token, i, False, exc))
+class _DeviceBook:
+    """Which device each worker process holds: a new one takes the device the fewest live
+    workers hold (ties: the order given), so a worker that replaces a dead one takes its
+    device. One device: no bookkeeping."""
+
+    def __init__(self, devices: tuple[str, ...], manager=None):
+        import uuid
+
+        self.token = uuid.uuid4().hex
+        self.devices = devices
+        self.held = None if manager is None else manager.dict()
+        self.lock = None if manager is None else manager.Lock()
+
+    def take(self) -> str:
+        if self.held is None:
+            return self.devices[0]
+        import os
+
+        with self.lock:
+            me = os.getpid()
+            live = {pid: d for pid, d in self.held.items() if pid != me and _alive(pid)}
+            counts = [sum(d == device for d in live.values()) for device in self.devices]
+            device = self.devices[counts.index(min(counts))]
+            live[me] = device
+            self.held.clear()
+            self.held.update(live)
+        return device
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
 
 
 class ProcessExecutor(Executor):
-    """``n_workers`` local workers: spawned processes, each with one torch thread and one
-    device, and optionally this process.
+    """``n_workers`` local worker processes: joblib's loky pool, each worker with one
+    torch thread (and joblib's limit of one BLAS thread) and one device.
 
-    The processes start when the first call is submitted (constructing the executor
-    costs nothing) and stay until :meth:`close`.
+    The workers start when the first calls are sent (constructing the executor costs
+    nothing) and are reused by later calls (loky's reusable pool) until :meth:`close`.
+    Arrays of over 1 MB in the calls' arguments reach the workers as read-only memory
+    maps (joblib's), sent once per map instead of once per call.
 
     Parameters
     ----------
     n_workers : int
         Calls computed at once.
     devices : sequence of str, optional
-        Spawned worker ``k`` is pinned to ``devices[k % len(devices)]``; default: every
-        worker on the CPU.
-    this_process : bool, default=False
-        This process is one of the ``n_workers``: ``n_workers - 1`` processes are
-        spawned, and this process computes calls while they run (it is otherwise idle,
-        waiting for them: on a machine with as many cores as workers, one core would
-        sit unused while the pool starts and at the end). The caller pins this process
-        to its device.
+        The workers' devices: each worker process takes, on its first call, the device
+        the fewest live workers hold (``["cuda:0", "cuda:1"]``; ``["cuda:0", "cuda:0"]``
+        for two small runs sharing a GPU); default: every worker on the CPU.
     """
 
     name = "processes"
@@ -205,48 +234,32 @@ class ProcessExecutor(Executor):
     startup_seconds_per_worker = 1.5
     startup_phrase = "starting {n} worker process{es}"
 
-    def __init__(self, n_workers: int, devices: Sequence[str] | None = None,
-                 this_process: bool = False):
+    def __init__(self, n_workers: int, devices: Sequence[str] | None = None):
         self.n_workers = check_int(n_workers, "n_workers", low=1)
         devices = ["cpu"] if devices is None else list(devices)
         if not devices:
             raise ValueError("devices must name at least one device, got an empty sequence")
         self.devices = tuple(check_device(d) for d in devices)
-        self.this_process = bool(this_process)
-        self._pool = None
-
-    @property
-    def spawned(self) -> int:
-        """The number of processes spawned (``n_workers``, less this process)."""
-        return self.n_workers - self.this_process
+        self._manager = self._book = None
 
     @property
     def startup_seconds(self) -> float:
         """Estimated start-up seconds; 0 once the processes are running."""
-        return (0.0 if self._pool is not None or not self.spawned
-                else self.startup_seconds_per_worker * self.spawned)
+        return 0.0 if self._book is not None else self.startup_seconds_per_worker * self.n_workers
 
-    def _start(self):
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+    def _device_book(self) -> _DeviceBook:
+        if self._book is None:
+            if len(set(self.devices)) > 1:
+                import multiprocessing
 
-        ctx = multiprocessing.get_context("spawn")
-        queue = ctx.Queue()
-        for k in range(self.spawned):
-            queue.put(self.devices[(k + self.this_process) % len(self.devices)])
-        self._queues = (ctx.Queue(), ctx.Queue())
-        self._pool = ProcessPoolExecutor(self.spawned, mp_context=ctx,
-                                         initializer=_start_worker,
-                                         initargs=(queue, *self._queues))
-        return self._pool
+                self._manager = multiprocessing.get_context("spawn").Manager()
+            self._book = _DeviceBook(self.devices, self._manager)
+        return self._book
 
     def map_unordered(self, fn: Callable, args_list: Iterable[Sequence]
                       ) -> Iterator[tuple[int, Any]]:
-        """Run the calls on the workers; see :meth:`Executor.map_unordered`.
-
-        The calls go to one shared queue that every worker (with ``this_process``, this
-        process too) takes the next call from when it is free, so no worker idles while
-        another has calls waiting.
+        """Run the calls on the workers, each free worker taking the next; see
+        :meth:`Executor.map_unordered`.
 
         Parameters
         ----------
@@ -260,55 +273,23 @@ class ProcessExecutor(Executor):
         tuple of (int, object)
             ``(index, result)`` as each call finishes.
         """
-        if not self.spawned:
-            yield from SerialExecutor().map_unordered(fn, args_list)
-        else:
-            yield from self._shared(fn, list(args_list))
+        from joblib import Parallel, delayed
 
-    def _shared(self, fn: Callable, args_list: list):
-        import uuid
-
-        pool = self._pool or self._start()
-        calls, results = self._queues
-        token, left = uuid.uuid4().hex, len(args_list)
-        mine = deque(enumerate(args_list))  # the calls not yet handed to the workers
-        serving = [pool.submit(_serve) for _ in range(self.spawned)]
-        handed = 0  # calls on the shared queue or running in a worker
-        try:
-            while left:
-                # each worker: one call running and one waiting on the shared queue
-                while mine and handed < 2 * self.spawned:
-                    i, args = mine.popleft()
-                    calls.put((token, i, fn, args))
-                    handed += 1
-                    if not mine:  # every call handed: the workers stop when done
-                        for _ in serving:
-                            calls.put(None)
-                item = None  # this process's next call, if it computes too
-                if self.this_process:
-                    item = mine.pop() if mine else _take(calls)
-                if item is not None:
-                    i, args = item if len(item) == 2 else (item[1], item[3])
-                    handed -= len(item) != 2
-                    yield i, fn(*args)
-                    left -= 1
-                for i, result in _results(results, token, serving, block=item is None):
-                    handed -= 1
-                    yield i, result
-                    left -= 1
-        finally:  # done, failed or stopped early: no call or stop signal is left behind
-            _drain(calls)
-            for _ in serving:
-                calls.put(None)
-            for fut in serving:
-                fut.result()
-            _drain(calls)
+        book = self._device_book()
+        parallel = Parallel(n_jobs=self.n_workers, backend="loky", batch_size=1,
+                            return_as="generator_unordered")
+        yield from parallel(delayed(_in_worker)(i, fn, args, book)
+                            for i, args in enumerate(args_list))
 
     def close(self) -> None:
         """Stop the worker processes (a later call starts new ones)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        if self._book is not None:
+            from joblib.externals.loky import get_reusable_executor
+
+            get_reusable_executor().shutdown(wait=True)
+            if self._manager is not None:
+                self._manager.shutdown()
+            self._manager = self._book = None
 
     def __repr__(self) -> str:
         return f"ProcessExecutor(n_workers={self.n_workers}, devices={list(self.devices)})"
@@ -457,54 +438,6 @@ def _dask_object(value) -> str | None:
     return "cluster" if isinstance(value, Cluster) else None
 
 
-def _take(calls):
-    """The next ``(token, index, fn, args)`` of the shared queue; ``None`` when every call
-    is taken (the stop signal found is put back for a worker)."""
-    import queue
-
-    try:
-        item = calls.get_nowait()
-    except queue.Empty:
-        return None
-    if item is None:
-        calls.put(None)
-    return item
-
-
-def _drain(calls) -> None:
-    """Empty the shared queue of calls and stop signals (those this process put flushed
-    first)."""
-    import queue
-
-    while True:
-        try:
-            calls.get(timeout=0.01)
-        except queue.Empty:
-            return
-
-
-def _results(results, token: str, serving: list, block: bool) -> Iterator[tuple[int, Any]]:
-    """``(index, result)`` of this map's calls the workers finished (a call's exception is
-    raised; with ``block``, wait up to 0.1 s for the first, since a call may still reach the
-    shared queue for this process to take; a worker process that died ends the map)."""
-    import queue
-
-    while True:
-        try:
-            tok, i, ok, value = results.get(timeout=0.1) if block else results.get_nowait()
-        except queue.Empty:
-            for fut in serving:
-                if fut.done():
-                    fut.result()  # raises when the worker process died
-            return
-        if tok != token:  # a result of an earlier map that stopped early
-            continue
-        if not ok:
-            raise value
-        yield i, value
-        block = False
-
-
 def make_executor(executor, devices: Sequence[str] | None = None) -> Executor:
     """The executor that ``executor=`` asks for.
 
@@ -512,7 +445,7 @@ def make_executor(executor, devices: Sequence[str] | None = None) -> Executor:
     ----------
     executor : int, str, distributed.Client, Dask cluster or Executor
         ``1``: :class:`SerialExecutor`; ``n > 1``: :class:`ProcessExecutor` with ``n``
-        workers, this process and ``n - 1`` spawned ones; a Dask scheduler address
+        worker processes; a Dask scheduler address
         (``"tcp://..."``, ``"tls://..."``, ``"ucx://..."``, ``"inproc://..."``), a
         ``distributed.Client`` or a cluster object
         (``LocalCluster``, a ``dask_jobqueue`` cluster): :class:`DaskExecutor`; an
@@ -543,7 +476,7 @@ def make_executor(executor, devices: Sequence[str] | None = None) -> Executor:
             raise ValueError(f"executor must be a number of workers >= 1, got {executor!r}")
         if executor == 1:
             return SerialExecutor(None if not devices else devices[0])
-        return ProcessExecutor(int(executor), devices, this_process=True)
+        return ProcessExecutor(int(executor), devices)
     if isinstance(executor, str):
         if executor.startswith(DASK_SCHEMES):
             return DaskExecutor(address=executor, devices=devices)
