@@ -114,6 +114,9 @@ def test_the_wrapper_refuses_what_it_cannot_wrap(healthcare):
         PrivateMethod(FedAvg(), 1.0).check_params()
     with pytest.raises(TypeError, match="hooks must be a RoundHooks, got dict"):
         FedAvg(n_rounds=1).fit(healthcare, hooks={})
+    with pytest.raises(ValueError, match="FedAvg builds round hooks of its own "
+                                         r"\(PrivateTraining"):  # its model_dp is kept
+        FedAvg(n_rounds=1, model_dp=CLIENT).fit(healthcare, hooks=RoundHooks())
     with pytest.raises(ValueError, match="not fitted yet"):
         PrivateMethod(FedAvg(), SAMPLE).predict_proba(np.zeros((1, 3)))
 

@@ -316,10 +316,17 @@ class FederatedAlgorithm(BaseEstimator):
                 f"scenario must be a FederatedScenario, got {type(scenario).__name__}"
             )
         self._check_params()
-        if hooks is not None and not isinstance(hooks, RoundHooks):
-            raise TypeError(f"hooks must be a RoundHooks, got {type(hooks).__name__}")
-        self._hooks = self._default_hooks() if hooks is None else hooks
-        self._hooks.check(self)
+        if hooks is None:  # the method's own, checked with its parameters
+            self._hooks = self._default_hooks()
+        else:
+            if not isinstance(hooks, RoundHooks):
+                raise TypeError(f"hooks must be a RoundHooks, got {type(hooks).__name__}")
+            if type(self._default_hooks()) is not RoundHooks:  # they would be dropped
+                raise ValueError(f"this {type(self).__name__} builds round hooks of its own "
+                                 f"({type(self._default_hooks()).__name__}, from its "
+                                 "parameters); pass hooks only to a method without them")
+            hooks.check(self)
+            self._hooks = hooks
         self.evaluation_ = evaluation_choices(self, scenario)
         self.scenario_ = scenario
         if self.evaluation_["standardise"]:
