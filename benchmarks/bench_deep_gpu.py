@@ -36,8 +36,12 @@ run cut short keeps the parts done):
     (``torch.optim.SGD`` on the network itself) over the same batches shows what the
     engine's flat parameter vectors cost. The per-round figure of FedAvg and of FedTopo
     (TAL at layer2 on every step) is ``10 * (5 * epoch + overhead)``, clients trained
-    one after another as the engine does. ``--quick`` times ``--quick-images`` images per
-    client on the CPU and extrapolates linearly to 5 000.
+    one after another as the engine does. FedTopo is timed twice: with its default
+    persistence (numba on every host core) and with ``backend="torch"`` (on the device);
+    ``persistence_of_one_batch`` times both on one batch of 32 layer2 activations (4,096
+    maps of 16x16), with a TE forward + backward and a plain SGD step beside them.
+    ``--quick`` times ``--quick-images`` images per client on the CPU and extrapolates
+    linearly to 5 000.
 
 Needs numpy, scipy, pandas, scikit-learn, numba, tqdm and torch (the JSON lists every
 third-party module that was imported); not ripser, persim, gudhi, cripser or plotly.
@@ -182,9 +186,11 @@ def one_client(data: ImageDataset) -> FederatedScenario:
                              {"image_shape": data.image_shape})
 
 
-def timed_fit(label: str, data: ImageDataset, device: str, epochs: int) -> float:
+def timed_fit(label: str, data: ImageDataset, device: str, epochs: int,
+              backend: str | None = None) -> float:
+    fedtopo = {"block": "layer2", **({"backend": backend} if backend else {})}
     method, params = deep_variants([label], architecture="resnet18_cifar",
-                                   local_epochs=epochs, fedtopo={"block": "layer2"})[label]
+                                   local_epochs=epochs, fedtopo=fedtopo)[label]
     params["model"] = params["model"].set_params(device=device)
     est = make_method(method, n_rounds=1, random_state=0, **params)
     sc = one_client(data)
@@ -229,8 +235,9 @@ def part_c(device: str, n_images: int) -> dict:
     out = {"device": device, "images_timed_per_client": n_images,
            "extrapolated": n_images != CIFAR["images_per_client"], "setting": CIFAR,
            "plain_torch_epoch_s": plain_torch_epoch(data, device) * scale}
-    for label in ("FedAvg", "FedTopo"):
-        t1, t2 = (timed_fit(label, data, device, e) for e in (1, 2))
+    for label, backend in (("FedAvg", None), ("FedTopo", "auto"), ("FedTopo", "torch")):
+        t1, t2 = (timed_fit(label, data, device, e, backend) for e in (1, 2))
+        label = label if backend in (None, "auto") else f"{label} ({backend} persistence)"
         epoch = (t2 - t1) * scale
         overhead = max(t1 - (t2 - t1), 0.0)
         per_round = CIFAR["n_clients"] * (CIFAR["local_epochs"] * epoch + overhead)
@@ -239,8 +246,68 @@ def part_c(device: str, n_images: int) -> dict:
                       "round_s": per_round,
                       "run_hours": {k: per_round * r / 3600
                                     for k, r in CIFAR["rounds"].items()}}
-    out["FedTopo"]["tal_cost_ratio"] = (out["FedTopo"]["local_epoch_per_client_s"]
+    for label in ("FedTopo", "FedTopo (torch persistence)"):
+        out[label]["tal_cost_ratio"] = (out[label]["local_epoch_per_client_s"]
                                         / out["FedAvg"]["local_epoch_per_client_s"])
+    out["persistence_of_one_batch"] = persistence_share(device)
+    return out
+
+
+def persistence_share(device: str, repeats: int = 5) -> dict:
+    """FedTopo's persistence for one batch of 32 layer2 activations of ResNet-18 (128
+    maps of 16x16 per image): on the host with numba (every core; the maps copied off
+    the device first), on the device with the torch backend, and a TE forward +
+    backward with each, against one plain SGD step of the network (median seconds)."""
+    from topofl_lib.deep.models import make_model
+    from topofl_lib.fedtopo import TopologicalEmbedding
+    from topofl_lib.topology.cubical import batch_pairs
+    from topofl_lib.topology.cubical_torch import pairs_torch
+    from topofl_lib.topology.cubical_unionfind import set_persistence_threads
+
+    torch.manual_seed(0)
+    net = make_model("resnet18_cifar", in_channels=3).to(device)
+    x = torch.randn(32, 3, 32, 32, device=device)
+    y = torch.randint(0, 10, (32,), device=device)
+    with torch.no_grad():
+        acts = net.block_output(x, "layer2")
+    maps = acts.reshape(-1, *acts.shape[2:])
+
+    def timed(fn) -> float:
+        fn()
+        times = []
+        for _ in range(repeats):
+            sync(device)
+            start = time.perf_counter()
+            fn()
+            sync(device)
+            times.append(time.perf_counter() - start)
+        return float(np.median(times))
+
+    def sgd_step():
+        net.zero_grad()
+        torch.nn.functional.cross_entropy(net(x), y).backward()
+
+    def te_step(backend):
+        te = TopologicalEmbedding(backend=backend).fit(acts)
+        target = te.embed(acts)
+
+        def step():
+            net.zero_grad()
+            ((te.embed(net.block_output(x, "layer2")) - target) ** 2).sum(1).mean().backward()
+        return step
+
+    set_persistence_threads(None)  # every host core
+    try:
+        out = {"maps": int(maps.shape[0]), "map_shape": list(maps.shape[1:]),
+               "host_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+               else os.cpu_count(),
+               "sgd_step_s": timed(sgd_step),
+               "pairs_numba_host_s": timed(lambda: batch_pairs(maps.cpu().numpy(), "numba")),
+               "pairs_torch_device_s": timed(lambda: pairs_torch(maps)),
+               "te_step_numba_s": timed(te_step("numba")),
+               "te_step_torch_s": timed(te_step("torch"))}
+    finally:
+        set_persistence_threads(1)
     return out
 
 

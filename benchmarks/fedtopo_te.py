@@ -143,7 +143,7 @@ def main() -> None:
 
     base = median_time(ce_step)
     print(f"baseline: CE forward+backward of the CNN, batch 32: {1e3 * base:.2f} ms")
-    backends = [b for b in ("numba", "cripser", "gudhi") if importlib.util.find_spec(b)]
+    backends = [b for b in ("numba", "torch", "cripser", "gudhi") if importlib.util.find_spec(b)]
     print(f"{'block':6} {'backend':8} {'maps':>5} {'PH only':>10} {'vs cripser':>11} "
           f"{'TE fwd+bwd':>11} {'/ SGD step':>11}")
     for block in ("conv1", "conv2"):

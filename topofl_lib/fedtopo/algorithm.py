@@ -71,7 +71,7 @@ class FedTopo(FedAvg):
     tal_every : int, default=1
     resolution : int, default=8
         Persistence-image side (M = 64).
-    backend : {"auto", "numba", "cripser", "gudhi"}, default="auto"
+    backend : {"auto", "numba", "torch", "cripser", "gudhi"}, default="auto"
     record_rounds : tuple of int, default=()
         Rounds (1-based) after which the global and local models are kept in
         ``snapshots_`` (Figure 4, Figure D.1).

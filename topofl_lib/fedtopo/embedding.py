@@ -47,7 +47,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from .._validation import as_float_array, check_choice, check_int, check_real
-from ..topology.cubical import CUBICAL_BACKENDS, batch_pairs, gather_values
+from ..topology.cubical import CUBICAL_BACKENDS, batch_pairs, gather_values, resolve_backend
+from ..topology.cubical_torch import pairs_torch
 
 __all__ = ["TopologicalEmbedding", "persistence_image"]
 
@@ -114,7 +115,7 @@ class TopologicalEmbedding(TransformerMixin, BaseEstimator):
     weighting : {"none", "persistence"}, default="none"
     normalize : {"mass", "none"}, default="mass"
     homology_dims : tuple of int, default=(0, 1)
-    backend : {"auto", "numba", "cripser", "gudhi"}, default="auto"
+    backend : {"auto", "numba", "torch", "cripser", "gudhi"}, default="auto"
 
     Attributes
     ----------
@@ -173,15 +174,22 @@ class TopologicalEmbedding(TransformerMixin, BaseEstimator):
         """(map_index, birth, persistence) of the kept pairs of every map of ``t``.
 
         The pairs are computed once, without gradient, on the detached values (float32
-        stays float32: the pixel order is the same as in float64); the values are then
-        gathered from ``t`` in one differentiable ``index_select``.
+        stays float32: the pixel order is the same as in float64), on the host or, with
+        ``backend="torch"``, on ``t``'s device; the values are then gathered from ``t``
+        in one differentiable ``index_select``.
         """
         import torch
 
         n, C, H, W = t.shape
-        map_index, pairs = batch_pairs(self._maps(t), self.backend, tuple(self.homology_dims))
+        dims = tuple(self.homology_dims)
+        if resolve_backend(self.backend) == "torch":  # on the activations' device
+            if not bool(torch.isfinite(t).all()):
+                raise ValueError("activations contain NaN or infinite values")
+            map_index, pairs = pairs_torch(t.detach().reshape(n * C, H, W), dims)
+        else:
+            map_index, pairs = batch_pairs(self._maps(t), self.backend, dims)
         birth, death = gather_values(t.reshape(n * C, H * W), map_index, pairs)
-        return torch.from_numpy(map_index).to(t.device), birth, death - birth
+        return torch.as_tensor(map_index, device=t.device), birth, death - birth
 
     # -- estimator API ---------------------------------------------------------------
     def fit(self, activations, y=None):

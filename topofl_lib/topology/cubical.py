@@ -17,14 +17,17 @@ computes the pairs of a whole batch of maps in one compiled call: :math:`H_0` by
 union-find over the pixels in increasing order (4-connectivity, the elder rule),
 :math:`H_1` by duality as :math:`H_0` of the superlevel sets of the complement
 (8-connectivity and the outside). Its pixel order breaks ties by the flat index, so
-its pairs are a deterministic function of the values. ``"gudhi"`` (MIT) and
-``"cripser"`` (GPL-3, optional: ``pip install topofl[fast]``) call a library once per
-map and stay selectable as references; all three give the same diagrams as multisets
-of values (``tests/test_cubical.py``), and where a map has ties they may name different
-but equal-valued pixels. ``benchmarks/fedtopo_te.py`` times them side by side; on this
-2-core machine, for one batch of 32 Fashion-MNIST images through FedTopo's CNN, conv1
-(192 maps of 24x24) takes 2.1 ms with numba, 28-33 ms with cripser and 76-77 ms with
-gudhi; conv2 (512 maps of 8x8) 0.7 ms, 53-55 ms and 43-44 ms.
+its pairs are a deterministic function of the values. ``"torch"``
+(:mod:`topofl_lib.topology.cubical_torch`) computes the same pairs, pixel for pixel,
+with torch on the maps' own device (on a GPU the maps never go to the host), in rounds
+of data-parallel steps. ``"gudhi"`` (MIT) and ``"cripser"`` (GPL-3, optional:
+``pip install topofl[fast]``) call a library once per map and stay selectable as
+references. All give the same diagrams as multisets of values (``tests/test_cubical.py``,
+``tests/test_cubical_torch.py``); where a map has ties, gudhi and cripser may name
+different but equal-valued pixels. ``benchmarks/fedtopo_te.py`` times them side by
+side; on this 2-core machine, for one batch of 32 Fashion-MNIST images through
+FedTopo's CNN, conv1 (192 maps of 24x24) takes 2.1 ms with numba, 28-33 ms with cripser
+and 76-77 ms with gudhi; conv2 (512 maps of 8x8) 0.7 ms, 53-55 ms and 43-44 ms.
 
 Conventions: pairs with zero persistence are dropped, and so is the one essential
 :math:`H_0` class of each map (its death is infinite); a 2-D grid has no essential
@@ -43,7 +46,7 @@ __all__ = ["CUBICAL_BACKENDS", "batch_pairs", "cubical_pairs", "gather_diagrams"
            "gather_values", "resolve_backend"]
 
 #: Persistence backends for cubical complexes.
-CUBICAL_BACKENDS = ("auto", "numba", "cripser", "gudhi")
+CUBICAL_BACKENDS = ("auto", "numba", "torch", "cripser", "gudhi")
 
 #: Without numba, ``"auto"`` uses cripser for maps with at least this many pixels.
 AUTO_CRIPSER_PIXELS = 256
@@ -60,7 +63,7 @@ def resolve_backend(backend: str, n_pixels: int | None = None) -> str:
 
     Parameters
     ----------
-    backend : {"auto", "numba", "cripser", "gudhi"}
+    backend : {"auto", "numba", "torch", "cripser", "gudhi"}
         The requested backend; a named one must be installed.
     n_pixels : int, optional
         Pixels per map (only ``"auto"`` reads it).
@@ -68,7 +71,7 @@ def resolve_backend(backend: str, n_pixels: int | None = None) -> str:
     Returns
     -------
     str
-        ``"numba"``, ``"cripser"`` or ``"gudhi"``.
+        ``"numba"``, ``"torch"``, ``"cripser"`` or ``"gudhi"``.
     """
     check_choice(backend, "backend", CUBICAL_BACKENDS)
     if backend == "auto":
@@ -131,7 +134,7 @@ def batch_pairs(maps, backend: str = "auto", dims=(0, 1)) -> tuple[np.ndarray, n
     maps : array-like of shape (n_maps, H, W)
         Finite values (float32 is kept, anything else becomes float64); each map is
         filtered by its sublevel sets (V-construction).
-    backend : {"auto", "numba", "cripser", "gudhi"}
+    backend : {"auto", "numba", "torch", "cripser", "gudhi"}
     dims : tuple of int, default=(0, 1)
         Homology degrees kept.
 
@@ -150,6 +153,13 @@ def batch_pairs(maps, backend: str = "auto", dims=(0, 1)) -> tuple[np.ndarray, n
         from .cubical_unionfind import pairs_batch
 
         return pairs_batch(arr, dims)
+    if name == "torch":
+        import torch
+
+        from .cubical_torch import pairs_torch
+
+        map_index, pairs = pairs_torch(torch.from_numpy(np.ascontiguousarray(arr)), dims)
+        return map_index.numpy(), pairs.numpy()
     fn = _pairs_cripser if name == "cripser" else _pairs_gudhi
     out = []
     for m in arr.astype(np.float64):
@@ -168,7 +178,7 @@ def cubical_pairs(maps, backend: str = "auto") -> list[np.ndarray]:
     ----------
     maps : array-like of shape (n_maps, H, W)
         Finite values; each map is filtered by its sublevel sets (V-construction).
-    backend : {"auto", "numba", "cripser", "gudhi"}
+    backend : {"auto", "numba", "torch", "cripser", "gudhi"}
 
     Returns
     -------
@@ -201,8 +211,9 @@ def gather_values(flat_maps, map_index: np.ndarray, pairs: np.ndarray):
     ----------
     flat_maps : torch.Tensor of shape (n_maps, H * W)
         The maps the pairs were computed on (may require grad).
-    map_index, pairs : ndarray
-        Output of :func:`batch_pairs` for those maps.
+    map_index, pairs : ndarray or torch.LongTensor
+        Output of :func:`batch_pairs` (or, as tensors on the maps' device, of
+        :func:`~topofl_lib.topology.cubical_torch.pairs_torch`) for those maps.
 
     Returns
     -------
@@ -212,9 +223,12 @@ def gather_values(flat_maps, map_index: np.ndarray, pairs: np.ndarray):
     import torch
 
     N = flat_maps.shape[1]
-    idx = np.concatenate([map_index * N + pairs[:, 1], map_index * N + pairs[:, 2]])
-    values = flat_maps.reshape(-1).index_select(
-        0, torch.from_numpy(idx).to(flat_maps.device))
+    if isinstance(pairs, torch.Tensor):  # the torch backend's, on the maps' device
+        idx = torch.cat([map_index * N + pairs[:, 1], map_index * N + pairs[:, 2]])
+    else:
+        idx = torch.from_numpy(np.concatenate(
+            [map_index * N + pairs[:, 1], map_index * N + pairs[:, 2]])).to(flat_maps.device)
+    values = flat_maps.reshape(-1).index_select(0, idx)
     return values[:len(pairs)], values[len(pairs):]
 
 
