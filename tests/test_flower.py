@@ -708,6 +708,30 @@ def test_local_federation_checks_its_workdir(tmp_path):
 
 
 @needs_flower
+@pytest.mark.parametrize("fast_waits", [False, True])
+def test_submitted_run_config_polls_faster_with_the_adapter(tmp_path, monkeypatch, fast_waits):
+    """With the adapter the ServerApp asks for replies every ``fast_waits.POLL`` s, else
+    every ``poll-interval`` of the app's defaults; a value the caller passes wins."""
+    from topofl_lib.flower import LocalFederation
+    from topofl_lib.flower.fast_waits import POLL
+    from topofl_lib.flower.federation import default_run_config
+
+    data = tmp_path / "client_0.npz"
+    data.write_bytes(b"")
+    fed = LocalFederation([data], tmp_path / "fed", fast_waits=fast_waits)
+    submitted = []
+    monkeypatch.setattr(fed, "_spawn", lambda args, log, env=None: submitted.append(args))
+    default = default_run_config("topofl")["poll-interval"]
+    for given in ({}, {"poll-interval": 0.5}):
+        fed.submit("x", **given)
+        overrides = dict(o.split("=", 1) for o in submitted[-1][-1].split(" "))
+        expected = given.get("poll-interval", POLL if fast_waits else default)
+        assert float(overrides["poll-interval"]) == expected
+        assert overrides["fast-waits"] == str(fast_waits).lower()
+    assert POLL < default
+
+
+@needs_flower
 def test_secrets_and_private_keys_are_created_private(tmp_path, monkeypatch):
     """Issue #23: every secret and private key is created with mode 0600 (never chmod-ed
     after being written with a wider mode); a leftover secret that others can read is

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._validation import check_bool, check_choice, check_int, check_real
+from .fast_waits import POLL
 
 if TYPE_CHECKING:
     from ..data.scenarios import FederatedScenario
@@ -552,7 +553,9 @@ class LocalFederation:
             number of clients unless given.
         **run_config
             Run-config entries overriding ``default_run_config(app)`` (``fast-waits`` is
-            the federation's unless given); an unknown key raises ``ValueError``.
+            the federation's unless given, and with the adapter ``poll-interval`` is
+            :data:`~topofl_lib.flower.fast_waits.POLL`); an unknown key raises
+            ``ValueError``.
 
         Returns
         -------
@@ -563,7 +566,8 @@ class LocalFederation:
         """
         defaults = default_run_config(app)
         own = {"num-clients": len(self.data_paths)} if app == "secure-dp" else {}
-        cfg = {**defaults, "fast-waits": self.fast_waits, **own, **run_config,
+        fast = {"fast-waits": True, "poll-interval": POLL} if self.fast_waits else {}
+        cfg = {**defaults, "fast-waits": self.fast_waits, **fast, **own, **run_config,
                "results-path": str(self.workdir / f"{name}.json")}
         if app == "topofl":
             check_choice(cfg["method"], "method", FLOWER_METHODS)
