@@ -260,8 +260,11 @@ def _pool(n_threads: int) -> ThreadPoolExecutor:
 
 
 def _chunk_pairs(flat, keys, H, W, want):
-    """The compiled kernel on a contiguous run of maps (it releases the GIL)."""
+    """The compiled kernel on a contiguous run of maps (it releases the GIL); the maps'
+    pixels are sorted here first unless ``keys`` has them."""
     n = flat.shape[0]
+    if keys is None:
+        keys = sorted_keys(flat)
     out_map = np.empty(n * H * W, np.int64)
     out_pairs = np.empty((n * H * W, 3), np.int64)
     count = _kernel(flat, keys, H, W, want, out_map, out_pairs, _REP4, _REP8, _LOWEST_BIT)
@@ -296,8 +299,6 @@ def pairs_batch(maps: np.ndarray, dims=(0, 1), keys: np.ndarray | None = None,
     """
     n, H, W = maps.shape
     flat = np.ascontiguousarray(maps.reshape(n, H * W))
-    if keys is None:
-        keys = sorted_keys(flat)
     want = np.array([0 in dims, 1 in dims], dtype=np.bool_)
     threads = min(persistence_threads() if n_threads is None else n_threads, max(n, 1))
     if threads <= 1:
@@ -305,7 +306,8 @@ def pairs_batch(maps: np.ndarray, dims=(0, 1), keys: np.ndarray | None = None,
         return out_map.copy(), out_pairs.copy()
     bounds = np.linspace(0, n, threads + 1).astype(np.int64)
     runs = list(zip(bounds[:-1], bounds[1:], strict=True))
-    parts = list(_pool(threads).map(
-        lambda ab: _chunk_pairs(flat[ab[0]:ab[1]], keys[ab[0]:ab[1]], H, W, want), runs))
+    parts = list(_pool(threads).map(  # each thread sorts its own maps' pixels too
+        lambda ab: _chunk_pairs(flat[ab[0]:ab[1]], None if keys is None else keys[ab[0]:ab[1]],
+                                H, W, want), runs))
     out_map = np.concatenate([m + a for (a, _), (m, _) in zip(runs, parts, strict=True)])
     return out_map, np.concatenate([p for _, p in parts])
