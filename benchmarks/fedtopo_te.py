@@ -1,11 +1,11 @@
 """Cost of FedTopo's topological alignment: TE forward + backward per batch of 32.
 
 Run: ``make benchmark`` (or ``.venv/bin/python benchmarks/fedtopo_te.py``). Everything
-is timed in this process, on one thread (but the last line), and printed beside a
+is timed in this process, on one thread (but the last lines), and printed beside a
 baseline timed here too: the plain cross-entropy forward + backward of the whole
 Fashion-MNIST CNN on the same batch (one ordinary SGD step without TAL). For each CNN
 block (conv1: 6 maps of 24x24 per image; conv2: 16 maps of 8x8) and each persistence
-backend installed (numba, cripser, gudhi) it prints the median over repeats of
+backend installed (numba, torch, cripser, gudhi) it prints the median over repeats of
 
 * the cubical persistence of all maps of the batch (``batch_pairs``), and its speed-up
   over cripser (the fastest library before the numba backend),
@@ -17,9 +17,10 @@ backward (the convolution, which any TAL step pays), sorting the pixels, the
 union-find, gathering the pairs' values, the persistence images (forward) and the
 autograd backward through them. All timings are of warm calls: numba compiles its
 kernel once per machine (cached on disk), and the first call of a fresh process only
-loads it; both costs are printed first. The last line times the union-find kernel
+loads it; both costs are printed first. The last lines time the union-find kernel
 on a conv1 batch with one thread and with one per core (the batch split into runs of
-maps, the pairs identical), with the machine's load average. Images come from
+maps, the pairs identical), with the machine's load average, and the TE step of both
+blocks with the persistence on every core. Images come from
 Fashion-MNIST when the Debian package is installed, else from scikit-learn's digits
 upscaled to 28x28 (same shapes).
 """
@@ -180,7 +181,8 @@ def main() -> None:
 
 def multi_core(net, x, y, base: float) -> None:
     """The numba kernel on one core against every core, for a conv1 batch (same pairs),
-    and the conv1 TE step with the persistence on every core against the plain step."""
+    and the TE step of each block with the persistence on every core against the plain
+    step."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     with torch.no_grad():
         acts = net.block_output(x, "conv1")
@@ -189,24 +191,27 @@ def multi_core(net, x, y, base: float) -> None:
     every = median_time(lambda: pairs_batch(maps, n_threads=cores))
     same = all(np.array_equal(a, b) for a, b in zip(
         pairs_batch(maps, n_threads=1), pairs_batch(maps, n_threads=cores), strict=True))
-    te = TopologicalEmbedding().fit(acts)
-    target = te.embed(acts)
-
-    def te_step():
-        net.zero_grad()
-        ((te.embed(net.block_output(x, "conv1")) - target) ** 2).sum(1).mean().backward()
-
-    set_persistence_threads(cores)
-    try:
-        step = median_time(te_step)
-    finally:
-        set_persistence_threads(1)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"persistence of the conv1 batch ({maps.shape[0]} maps), numba kernel: "
+    print(f"persistence of the conv1 batch ({maps.shape[0]} maps, sort + union-find): "
           f"{1e3 * one:.2f} ms on 1 core, {1e3 * every:.2f} ms on {cores} "
-          f"({one / every:.2f}x; the same pairs: {same}); conv1 TE fwd+bwd with it on "
-          f"{cores} cores {1e3 * step:.2f} ms, {step / base:.2f}x the plain step (torch on "
-          f"one thread); load average {load:.2f}")
+          f"({one / every:.2f}x; the same pairs: {same}); load average {load:.2f}")
+    for block in ("conv1", "conv2"):
+        with torch.no_grad():
+            acts = net.block_output(x, block)
+        te = TopologicalEmbedding().fit(acts)
+        target = te.embed(acts)
+
+        def te_step(te=te, target=target, block=block):
+            net.zero_grad()
+            ((te.embed(net.block_output(x, block)) - target) ** 2).sum(1).mean().backward()
+
+        set_persistence_threads(cores)
+        try:
+            step = median_time(te_step)
+        finally:
+            set_persistence_threads(1)
+        print(f"{block} TE fwd+bwd with the persistence on {cores} cores {1e3 * step:.2f} ms, "
+              f"{step / base:.2f}x the plain step (torch on one thread)")
 
 
 if __name__ == "__main__":
