@@ -89,6 +89,35 @@ def test_batch_pairs_refuses_bad_maps_for_the_torch_backend():
         batch_pairs(np.zeros((3, 3)), backend="torch")
 
 
+def test_pairs_torch_refuses_bad_maps_naming_what_is_wrong(monkeypatch):
+    """Its own checks, before anything is computed: the embedding calls it directly."""
+    import topofl_lib.topology.cubical_torch as ct
+
+    cases = [(np.zeros((2, 2, 2)), TypeError, "must be a torch.Tensor, got ndarray"),
+             (torch.zeros(2, 2, 2, dtype=torch.complex64), TypeError, "real numbers"),
+             (torch.zeros(3, 3), ValueError, r"shape \(n_maps, H, W\), got shape \(3, 3\)"),
+             (torch.zeros(2, 0, 3), ValueError, r"at least 1x1, got \(0, 3\)"),
+             (torch.tensor([[[0.0, float("inf")]]]), ValueError, "NaN or infinite")]
+    for maps, error, message in cases:
+        with pytest.raises(error, match=message):
+            pairs_torch(maps)
+    with pytest.raises(ValueError, match=r"dims must be a subset of \(0, 1\), got \(2,\)"):
+        pairs_torch(torch.zeros(1, 2, 2), dims=(2,))
+    assert ct.MAX_NODES**2 <= 2**63 - 1 < (ct.MAX_NODES + 1) ** 2  # keys: ranks squared
+    monkeypatch.setattr(ct, "MAX_NODES", 100)
+    with pytest.raises(ValueError, match="split the batch"):
+        pairs_torch(torch.zeros(10, 3, 3))  # 10 * (9 + 2) = 110 nodes > 100
+
+
+def test_integer_maps_are_filtered_as_float64_like_numba():
+    """Integers above 2**24 that float32 would merge keep their order (numba's path
+    casts them to float64 too)."""
+    base = 2**25
+    maps = torch.tensor([[[base, base + 1, base], [base + 3, base + 2, base + 1]]])
+    assert _rows(*pairs_torch(maps)) == _rows(*batch_pairs(maps.numpy(), "numba"))
+    assert len(_rows(*pairs_torch(maps))) > 0
+
+
 def test_embedding_on_the_torch_backend_equals_numba():
     """FedTopo's TE and its gradient with the pairs computed in torch: the same points
     as with numba (in another order within a map, so the sums agree to rounding)."""

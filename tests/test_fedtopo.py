@@ -117,12 +117,14 @@ def test_te_is_the_same_with_every_backend(weighting):
                 np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("grouped", [False, True])
 @pytest.mark.parametrize("weighting", ["none", "persistence"])
-def test_persistence_image_is_eq2(weighting):
+def test_persistence_image_is_eq2(weighting, grouped):
     """All images of a batch at once equal Eq. 2 summed point by point (maps may have no
-    points, and points need not be grouped by map)."""
+    points, and points need not be grouped by map: both layouts are checked)."""
     rng = np.random.default_rng(6)
     mi = rng.permutation(np.repeat([0, 2, 3], [5, 1, 7]))
+    mi = np.sort(mi) if grouped else mi
     birth, pers = rng.normal(size=mi.size), rng.uniform(0.1, 2.0, size=mi.size)
     gb, gp, sigma = np.linspace(-2, 2, 4), np.linspace(0, 2.5, 4), 0.7
     got = persistence_image(torch.as_tensor(mi), torch.as_tensor(birth), torch.as_tensor(pers),

@@ -711,7 +711,8 @@ def test_local_federation_checks_its_workdir(tmp_path):
 @pytest.mark.parametrize("fast_waits", [False, True])
 def test_submitted_run_config_polls_faster_with_the_adapter(tmp_path, monkeypatch, fast_waits):
     """With the adapter the ServerApp asks for replies every ``fast_waits.POLL`` s, else
-    every ``poll-interval`` of the app's defaults; a value the caller passes wins."""
+    every ``poll-interval`` of the app's defaults; a value the caller passes wins, and
+    the interval follows the run's own ``fast-waits`` where the caller sets it."""
     from topofl_lib.flower import LocalFederation
     from topofl_lib.flower.fast_waits import POLL
     from topofl_lib.flower.federation import default_run_config
@@ -728,6 +729,9 @@ def test_submitted_run_config_polls_faster_with_the_adapter(tmp_path, monkeypatc
         expected = given.get("poll-interval", POLL if fast_waits else default)
         assert float(overrides["poll-interval"]) == expected
         assert overrides["fast-waits"] == str(fast_waits).lower()
+    fed.submit("x", **{"fast-waits": not fast_waits})  # the run's setting decides
+    overrides = dict(o.split("=", 1) for o in submitted[-1][-1].split(" "))
+    assert float(overrides["poll-interval"]) == (default if fast_waits else POLL)
     assert POLL < default
 
 

@@ -56,6 +56,24 @@ WEIGHTINGS = ("none", "persistence")
 NORMALIZATIONS = ("mass", "none")
 
 
+def _slots(map_index, n_maps: int):
+    """Each point's row in the zero-padded ``(n_maps * width, R)`` layout (its map times
+    ``width``, plus its place among its map's points), and ``width``, computed on
+    ``map_index``'s device; points already grouped by map (as every backend returns
+    them) skip the sort."""
+    import torch
+
+    counts = torch.bincount(map_index, minlength=n_maps)
+    width = max(int(counts.max()), 1) if counts.numel() else 1
+    start = torch.cumsum(counts, 0) - counts
+    grouped = bool((map_index[1:] >= map_index[:-1]).all())
+    in_order, order = (map_index, None) if grouped else torch.sort(map_index, stable=True)
+    place = torch.arange(map_index.numel(), device=map_index.device) - start.index_select(
+        0, in_order)
+    pos = place if order is None else torch.empty_like(place).index_copy_(0, order, place)
+    return map_index * width + pos, width
+
+
 def persistence_image(map_index, birth, pers, n_maps: int, birth_grid, pers_grid,
                       sigma: float, weighting: str = "none", pers_scale: float = 1.0):
     r"""Persistence images of many diagrams at once (torch, differentiable).
@@ -91,13 +109,7 @@ def persistence_image(map_index, birth, pers, n_maps: int, birth_grid, pers_grid
     kp = torch.exp(-((pers[:, None] - pers_grid[None, :]) ** 2) / (2 * sigma**2))
     if weighting == "persistence":
         kp = kp * (pers / pers_scale)[:, None]
-    mi = map_index.cpu().numpy()
-    counts = np.bincount(mi, minlength=n_maps)
-    width = max(int(counts.max(initial=0)), 1)
-    order = np.argsort(mi, kind="stable")
-    pos = np.empty(mi.size, np.int64)  # each point's place among its map's points
-    pos[order] = np.arange(mi.size) - (np.cumsum(counts) - counts)[mi[order]]
-    slot = torch.from_numpy(mi * width + pos).to(kb.device)
+    slot, width = _slots(map_index.to(device=kb.device, dtype=torch.int64), n_maps)
     Kb = kb.new_zeros(n_maps * width, R).index_copy(0, slot, kb).reshape(n_maps, width, R)
     Kp = kp.new_zeros(n_maps * width, R).index_copy(0, slot, kp).reshape(n_maps, width, R)
     return torch.bmm(Kp.transpose(1, 2), Kb).reshape(n_maps, R * R)

@@ -553,9 +553,9 @@ class LocalFederation:
             number of clients unless given.
         **run_config
             Run-config entries overriding ``default_run_config(app)`` (``fast-waits`` is
-            the federation's unless given, and with the adapter ``poll-interval`` is
-            :data:`~topofl_lib.flower.fast_waits.POLL`); an unknown key raises
-            ``ValueError``.
+            the federation's unless given, and where the run's ``fast-waits`` is true,
+            ``poll-interval`` is :data:`~topofl_lib.flower.fast_waits.POLL` unless
+            given); an unknown key raises ``ValueError``.
 
         Returns
         -------
@@ -566,9 +566,10 @@ class LocalFederation:
         """
         defaults = default_run_config(app)
         own = {"num-clients": len(self.data_paths)} if app == "secure-dp" else {}
-        fast = {"fast-waits": True, "poll-interval": POLL} if self.fast_waits else {}
-        cfg = {**defaults, "fast-waits": self.fast_waits, **fast, **own, **run_config,
+        cfg = {**defaults, "fast-waits": self.fast_waits, **own, **run_config,
                "results-path": str(self.workdir / f"{name}.json")}
+        if cfg["fast-waits"] and "poll-interval" not in run_config:
+            cfg["poll-interval"] = POLL
         if app == "topofl":
             check_choice(cfg["method"], "method", FLOWER_METHODS)
         unknown = set(cfg) - set(defaults)

@@ -51,7 +51,8 @@ CUBICAL_BACKENDS = ("auto", "numba", "torch", "cripser", "gudhi")
 #: Without numba, ``"auto"`` uses cripser for maps with at least this many pixels.
 AUTO_CRIPSER_PIXELS = 256
 
-_INSTALL = {"cripser": "pip install -e .[fast]"}  # numba and gudhi: dependencies
+_INSTALL = {"cripser": "pip install -e .[fast]",  # numba and gudhi: dependencies
+            "torch": "pip install -e .[deep]"}
 
 
 def resolve_backend(backend: str, n_pixels: int | None = None) -> str:

@@ -34,7 +34,13 @@ then ordered by the killing pixel's place in its pass.
 
 from __future__ import annotations
 
-__all__ = ["pairs_torch"]
+import math
+
+__all__ = ["MAX_NODES", "pairs_torch"]
+
+#: Most nodes of one pass over a batch (``n_maps * (H * W + 2)``): edge keys are ranks
+#: times this, and must stay below 2**63.
+MAX_NODES = math.isqrt(2**63 - 1)
 
 
 def _grid_edges(H: int, W: int, diagonals: bool, device):
@@ -99,7 +105,8 @@ def _elder_merges(rank, u, v):
     ----------
     rank : LongTensor (n_nodes,)
         Each node's place in the filtration, distinct within a connected part of the
-        graph (a map: ``m * n_per_map + place``, so ranks of different maps differ).
+        graph (a map: ``m * (n_per_map + 1) + place``, so ranks of different maps
+        differ).
     u, v : LongTensor (n_edges,)
         The edges.
 
@@ -170,6 +177,34 @@ def _elder_merges(rank, u, v):
     return torch.cat(young), torch.cat(joiner)
 
 
+def _checked(maps, dims):
+    """``maps`` as an (n_maps, H * W) floating tensor, -0.0 made 0.0, and ``dims`` as a
+    tuple, both checked."""
+    import torch
+
+    if not isinstance(maps, torch.Tensor):
+        raise TypeError(f"maps must be a torch.Tensor, got {type(maps).__name__}")
+    if maps.is_complex():
+        raise TypeError("maps must hold real numbers, got a complex tensor")
+    if maps.ndim != 3:
+        raise ValueError(f"maps must have shape (n_maps, H, W), got shape {tuple(maps.shape)}")
+    n, H, W = maps.shape
+    if H < 1 or W < 1:
+        raise ValueError(f"each map must be at least 1x1, got {(H, W)}")
+    if n * (H * W + 2) > MAX_NODES:
+        raise ValueError(f"a batch of {n} maps of {H}x{W} pixels has more than MAX_NODES = "
+                         f"{MAX_NODES} nodes in one pass; split the batch")
+    dims = tuple(int(d) for d in dims)
+    if any(d not in (0, 1) for d in dims):
+        raise ValueError(f"dims must be a subset of (0, 1), got {dims}")
+    flat = maps.detach().reshape(n, H * W)
+    if not flat.is_floating_point():
+        flat = flat.to(torch.float64)
+    if not bool(torch.isfinite(flat).all()):
+        raise ValueError("maps contain NaN or infinite values")
+    return flat + 0.0, dims  # -0.0 and 0.0: one value
+
+
 def pairs_torch(maps, dims=(0, 1)):
     """Finite persistence pairs of every map of a batch, computed with torch on the
     maps' device.
@@ -177,8 +212,9 @@ def pairs_torch(maps, dims=(0, 1)):
     Parameters
     ----------
     maps : torch.Tensor of shape (n_maps, H, W)
-        Finite real values (not validated here:
-        :func:`~topofl_lib.topology.cubical.batch_pairs` does), on any device.
+        Finite real values, each map at least 1x1, on the CPU or a CUDA device (integer
+        and boolean maps are filtered as float64); at most :data:`MAX_NODES` nodes in
+        all (``n_maps * (H * W + 2)``: split a larger batch).
     dims : tuple of int
         Homology degrees, a subset of ``(0, 1)``.
 
@@ -192,13 +228,13 @@ def pairs_torch(maps, dims=(0, 1)):
     """
     import torch
 
+    flat, dims = _checked(maps, dims)
     n, H, W = maps.shape
     N = H * W
     device = maps.device
     if n == 0 or not dims:
         empty = torch.empty(0, dtype=torch.int64, device=device)
         return empty, empty.reshape(0, 3)
-    flat = maps.detach().reshape(n, N) + 0.0  # -0.0 and 0.0: one value
     order = torch.sort(flat, dim=1, stable=True).indices  # (value, flat index)
     place = torch.empty_like(order)
     place.scatter_(1, order, torch.arange(N, device=device).expand(n, N))
