@@ -18,6 +18,11 @@ def square_plus(x: int, y: int) -> int:
     return x * x + y
 
 
+def total_plus(values: np.ndarray, y: float) -> float:
+    """``values.sum() + y``."""
+    return float(np.sum(values)) + y
+
+
 def fail_on(x: int, bad: int) -> int:
     """``x``, or :class:`TaskFailed` when ``x == bad``."""
     if x == bad:

@@ -17,6 +17,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 # the tasks' module must be importable by name in the workers too: spawned processes and
@@ -181,6 +182,29 @@ def test_dask_cluster_matches_serial_bit_for_bit(dask_client, one_thread):
     got = dict(ex.map_unordered(tasks.train_tiny, SEEDS))
     assert _same_arrays(got, _serial(tasks.train_tiny, SEEDS))
     assert not _same_arrays({0: got[0]}, {0: got[1]})  # the seeds matter
+
+
+def test_dask_sends_a_shared_argument_once(dask_client, monkeypatch):
+    """``share`` scatters a value once; calls given its future are not sent it again,
+    and an argument of several calls of one map is scattered once (not per call)."""
+    ex = DaskExecutor(client=dask_client)
+    shared = ex.share(3)
+    scattered = []
+    scatter = dask_client.scatter
+    monkeypatch.setattr(dask_client, "scatter",
+                        lambda data, **kw: scattered.append(data) or scatter(data, **kw))
+    assert dict(ex.map_unordered(tasks.square_plus, [(shared, y) for y in range(4)])) == {
+        y: 9 + y for y in range(4)}
+    assert scattered == []
+    table = np.arange(6.0)
+    assert sorted(dict(ex.map_unordered(tasks.total_plus, [(table, y) for y in range(3)]))
+                  .values()) == [15.0, 16.0, 17.0]
+    assert len(scattered) == 1 and scattered[0][0] is table
+
+
+def test_serial_and_process_executors_share_the_value_itself(processes):
+    value = object()
+    assert SerialExecutor().share(value) is value and processes.share(value) is value
 
 
 def test_dask_tasks_run_on_two_worker_processes(dask_client):

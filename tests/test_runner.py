@@ -132,17 +132,26 @@ def test_n_workers_and_executor_are_exclusive():
                        executor=functools.partial(int), progress=False)
 
 
-def test_a_dask_cluster_gives_the_serial_numbers_and_fills_the_store(tmp_path):
+def test_a_dask_cluster_gives_the_serial_numbers_and_fills_the_store(tmp_path, monkeypatch):
     """A real two-worker Dask cluster: the same numbers as one process, every run written
-    to the store by the worker that computed it, and a second call resumes from it."""
+    to the store by the worker that computed it, and a second call resumes from it. The
+    comparison's spec (with its data) is sent to the cluster once, for the pilots and the
+    rest together."""
     distributed = pytest.importorskip("distributed")
+    from topofl_lib.runner.executors import DaskExecutor
+
     kw = {"seeds": [0, 1, 2], "methods": ["FedAvg", "pTopoFL", "FedProx"], "n_rounds": 3,
           "progress": False, "scenario_params": {"n_clients": 4, "n_adversarial": 1}}
     serial = run_comparison("healthcare", **kw)
+    shared = []
+    share = DaskExecutor.share
+    monkeypatch.setattr(DaskExecutor, "share",
+                        lambda self, value: shared.append(value) or share(self, value))
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         res = run_comparison("healthcare", executor=client, cache_dir=tmp_path, **kw)
+    assert len(shared) == 1 and type(shared[0]).__name__ == "RunSpec"
     pd.testing.assert_frame_equal(res.final, serial.final, check_exact=True)
     pd.testing.assert_frame_equal(res.curves, serial.curves, check_exact=True)
     assert res.schedule is not None and res.devices == ("cpu",)  # computed on the cluster

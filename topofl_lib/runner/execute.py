@@ -62,12 +62,13 @@ def _batches(todo: list, size: int) -> list[list]:
     return [todo[k:k + size] for k in range(0, len(todo), size)]
 
 
-def _pilot(spec: RunSpec, item: tuple, executor: Executor) -> tuple[dict, float]:
+def _pilot(spec: RunSpec, item: tuple, executor: Executor, shared) -> tuple[dict, float]:
     """Run ``item`` alone and time it: here, or on the cluster for a Dask executor (this
-    process may have no GPU, and the cluster's workers are already running)."""
+    process may have no GPU, and the cluster's workers are already running), with the
+    spec sent there once (``shared``)."""
     start = time.perf_counter()
     if executor.name == "dask":  # noqa: SIM108 (one line each would hide the unpacking)
-        ((_, (record,)),) = executor.map_unordered(run_batch, [(spec, [item])])
+        ((_, (record,)),) = executor.map_unordered(run_batch, [(shared, [item])])
     else:
         (record,) = run_batch(spec, [item])
     return record, time.perf_counter() - start
@@ -104,13 +105,14 @@ def execute(plan: Plan, spec: RunSpec, executor: Executor,
     if not todo:
         return
     here = executor.name != "dask"  # a Dask cluster computes every run, the pilot too
+    shared = executor.share(spec)  # on a cluster its data travels once, not once per map
     try:  # this process runs pinned to the plan's device (it may compute in parallel too)
         with pinned(spec.device) if here else nullcontext():
             startup = executor.startup_seconds
             n_pilots, seconds = 0, seconds_per_run
             while seconds_per_run is None and n_pilots < (2 if len(todo) > 2 else 1):
                 item = todo[n_pilots]  # the second pilot: a warm run
-                record, seconds = _pilot(spec, item, executor)
+                record, seconds = _pilot(spec, item, executor, shared)
                 yield item[0], item[1], record
                 n_pilots += 1
                 if seconds >= LONG_RUN_SECONDS:
@@ -124,14 +126,15 @@ def execute(plan: Plan, spec: RunSpec, executor: Executor,
                     (record,) = run_batch(spec, [item])
                     yield item[0], item[1], record
             else:
-                yield from _parallel(spec, rest, executor, schedule)
+                yield from _parallel(shared, rest, executor, schedule)
     finally:
         forget_scenarios()
 
 
-def _parallel(spec: RunSpec, todo: list, executor: Executor,
+def _parallel(spec, todo: list, executor: Executor,
               schedule: Schedule) -> Iterator[tuple[int, int, dict]]:
-    """``todo`` in batches on ``executor``; ``(seed, run, record)`` as batches finish."""
+    """``todo`` in batches on ``executor``; ``(seed, run, record)`` as batches finish.
+    ``spec`` is the run spec or what :meth:`Executor.share` made of it."""
     batches = _batches(todo, schedule.batch_size)
     for b, records in executor.map_unordered(run_batch, [(spec, batch) for batch in batches]):
         for (seed, i, _), record in zip(batches[b], records, strict=True):

@@ -98,6 +98,23 @@ class Executor(abc.ABC):
             calls not yet started are cancelled.
         """
 
+    def share(self, value):
+        """``value`` as an argument for the calls of several maps, sent once.
+
+        Parameters
+        ----------
+        value : object
+            An argument every call of several :meth:`map_unordered` calls takes (the
+            runner's spec, with the comparison's data).
+
+        Returns
+        -------
+        object
+            What to pass in its place: ``value`` itself by default (the local pool
+            already maps large arrays once); a Dask cluster's future of it.
+        """
+        return value
+
     def close(self) -> None:
         """Release the workers (nothing to release by default)."""
         return None
@@ -371,6 +388,12 @@ class DaskExecutor(Executor):
         self.client.register_plugin(DevicePinning(self.device_assignment()))
         self._plugin_registered = True
 
+    def share(self, value):
+        """A future of ``value`` on the cluster (scattered now, once): pass it to every
+        call of later maps in place of ``value``; see :meth:`Executor.share`."""
+        (future,) = self.client.scatter([value], hash=False)
+        return future
+
     def map_unordered(self, fn: Callable, args_list: Iterable[Sequence]
                       ) -> Iterator[tuple[int, Any]]:
         """Submit the calls to the cluster; see :meth:`Executor.map_unordered`.
@@ -387,7 +410,7 @@ class DaskExecutor(Executor):
         tuple of (int, object)
             ``(index, result)`` as each call finishes.
         """
-        from distributed import as_completed
+        from distributed import Future, as_completed
 
         from .dask_plugin import run_pinned
 
@@ -395,13 +418,13 @@ class DaskExecutor(Executor):
         client = self.client
         args_list = [tuple(args) for args in args_list]
         # an argument shared by several calls (a comparison's spec, with its data) is sent
-        # to the cluster once, not once per call
+        # to the cluster once, not once per call (one already shared is a future)
         counts: dict = {}
         for args in args_list:
             for a in args:
                 counts[id(a)] = (a, counts.get(id(a), (a, 0))[1] + 1)
-        sent = {k: client.scatter(a, hash=False) for k, (a, n) in counts.items() if n > 1
-                and not isinstance(a, (int, float, str, bool, type(None)))}
+        sent = {k: self.share(a) for k, (a, n) in counts.items() if n > 1
+                and not isinstance(a, (int, float, str, bool, type(None), Future))}
         futures = {}
         for i, args in enumerate(args_list):
             args = tuple(sent.get(id(a), a) for a in args)
