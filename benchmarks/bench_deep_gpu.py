@@ -257,9 +257,10 @@ def persistence_share(device: str, repeats: int = 5) -> dict:
     """FedTopo's persistence for one batch of 32 layer2 activations of ResNet-18 (128
     maps of 16x16 per image): on the host with numba (every core; the maps copied off
     the device first), on the device with the torch backend, and a TE forward +
-    backward with each, against one plain SGD step of the network (median seconds)."""
+    backward with each, against one plain SGD step of the network (median seconds; the
+    steps timed by :func:`topofl_lib.fedtopo.tal_step_time`)."""
     from topofl_lib.deep.models import make_model
-    from topofl_lib.fedtopo import TopologicalEmbedding
+    from topofl_lib.fedtopo import tal_step_time
     from topofl_lib.topology.cubical import batch_pairs
     from topofl_lib.topology.cubical_torch import pairs_torch
     from topofl_lib.topology.cubical_unionfind import set_persistence_threads
@@ -267,10 +268,8 @@ def persistence_share(device: str, repeats: int = 5) -> dict:
     torch.manual_seed(0)
     net = make_model("resnet18_cifar", in_channels=3).to(device)
     x = torch.randn(32, 3, 32, 32, device=device)
-    y = torch.randint(0, 10, (32,), device=device)
     with torch.no_grad():
-        acts = net.block_output(x, "layer2")
-    maps = acts.reshape(-1, *acts.shape[2:])
+        maps = net.block_output(x, "layer2").flatten(0, 1)
 
     def timed(fn) -> float:
         fn()
@@ -283,30 +282,18 @@ def persistence_share(device: str, repeats: int = 5) -> dict:
             times.append(time.perf_counter() - start)
         return float(np.median(times))
 
-    def sgd_step():
-        net.zero_grad()
-        torch.nn.functional.cross_entropy(net(x), y).backward()
-
-    def te_step(backend):
-        te = TopologicalEmbedding(backend=backend).fit(acts)
-        target = te.embed(acts)
-
-        def step():
-            net.zero_grad()
-            ((te.embed(net.block_output(x, "layer2")) - target) ** 2).sum(1).mean().backward()
-        return step
-
     set_persistence_threads(None)  # every host core (numba's thread count, the default)
+    steps = {b: tal_step_time(net, x, "layer2", repeats, backend=b) for b in ("numba", "torch")}
     return {"maps": int(maps.shape[0]), "map_shape": list(maps.shape[1:]),
             "host_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
             else os.cpu_count(),
-            "sgd_step_s": timed(sgd_step),
+            "sgd_step_s": steps["numba"]["ce_seconds"],
             # both with their input checks: batch_pairs's on the host, pairs_torch's on
             # the device
             "pairs_numba_host_s": timed(lambda: batch_pairs(maps.cpu().numpy(), "numba")),
             "pairs_torch_device_s": timed(lambda: pairs_torch(maps)),
-            "te_step_numba_s": timed(te_step("numba")),
-            "te_step_torch_s": timed(te_step("torch"))}
+            "te_step_numba_s": steps["numba"]["tal_seconds"],
+            "te_step_torch_s": steps["torch"]["tal_seconds"]}
 
 
 # ----------------------------------------------------------------------------- main

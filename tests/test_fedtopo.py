@@ -139,6 +139,21 @@ def test_persistence_image_is_eq2(weighting, grouped):
     np.testing.assert_allclose(got, want.reshape(4, 16), rtol=1e-12, atol=0)
 
 
+def test_tal_step_time_takes_arrays_and_tensors_on_the_networks_device():
+    """Both steps are timed (positive medians) for an array batch and for a tensor one
+    (moved to the network's device, here the CPU), and the backend is the resolved one."""
+    from topofl_lib.deep import make_model
+    from topofl_lib.fedtopo import tal_step_time
+
+    torch.manual_seed(0)
+    net = make_model("fmnist_cnn")
+    X = np.random.default_rng(0).uniform(size=(4, 1, 28, 28)).astype(np.float32)
+    for batch in (X, torch.from_numpy(X)):
+        cost = tal_step_time(net, batch, "conv1", repeats=2)
+        assert cost["tal_seconds"] > 0 and cost["ce_seconds"] > 0
+        assert (cost["batch"], cost["block"], cost["backend"]) == (4, "conv1", "numba")
+
+
 def test_te_shape_and_invariances():
     a = torch.as_tensor(np.random.default_rng(3).normal(size=(5, 4, 10, 10)))
     te = TopologicalEmbedding().fit(a)

@@ -123,8 +123,9 @@ def tal_step_time(learner_or_net, X, block: str, repeats: int = 5,
     ----------
     learner_or_net : TorchLearner or BlockNet
         The network (or a learner holding it as ``net``).
-    X : array-like of shape (n, channels, H, W)
-        The batch.
+    X : array-like or torch.Tensor of shape (n, channels, H, W)
+        The batch; moved to the network's device (a CUDA device is synchronised before
+        each reading of the clock).
     block : str
         The aligned block.
     repeats : int, default=5
@@ -141,22 +142,31 @@ def tal_step_time(learner_or_net, X, block: str, repeats: int = 5,
     import torch.nn.functional as F
 
     net = getattr(learner_or_net, "net", learner_or_net)
-    X = torch.as_tensor(as_float_array(X, "X", dtype=np.float32))
+    device = next(net.parameters()).device
+    if not isinstance(X, torch.Tensor):
+        X = torch.as_tensor(as_float_array(X, "X", dtype=np.float32))
+    X = X.to(device)
     with torch.no_grad():
         acts = net.block_output(X, block)
         te = TopologicalEmbedding(backend=backend).fit(acts)
         target = te.embed(acts)
-    y = torch.zeros(X.shape[0], dtype=torch.long)
+    y = torch.zeros(X.shape[0], dtype=torch.long, device=device)
+
+    def clock() -> float:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        return time.perf_counter()
+
     tal, ce = [], []
     for _ in range(repeats):
         net.zero_grad()
-        t0 = time.perf_counter()
+        t0 = clock()
         ((te.embed(net.block_output(X, block)) - target) ** 2).sum(1).mean().backward()
-        tal.append(time.perf_counter() - t0)
+        tal.append(clock() - t0)
         net.zero_grad()
-        t0 = time.perf_counter()
+        t0 = clock()
         F.cross_entropy(net(X), y).backward()
-        ce.append(time.perf_counter() - t0)
+        ce.append(clock() - t0)
     return {"tal_seconds": float(np.median(tal)), "ce_seconds": float(np.median(ce)),
             "batch": int(X.shape[0]), "block": block,
             "backend": resolve_backend(backend, acts.shape[2] * acts.shape[3])}

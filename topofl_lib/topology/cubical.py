@@ -224,11 +224,8 @@ def gather_values(flat_maps, map_index: np.ndarray, pairs: np.ndarray):
     import torch
 
     N = flat_maps.shape[1]
-    if isinstance(pairs, torch.Tensor):  # the torch backend's, on the maps' device
-        idx = torch.cat([map_index * N + pairs[:, 1], map_index * N + pairs[:, 2]])
-    else:
-        idx = torch.from_numpy(np.concatenate(
-            [map_index * N + pairs[:, 1], map_index * N + pairs[:, 2]])).to(flat_maps.device)
+    map_index, pairs = (torch.as_tensor(a, device=flat_maps.device) for a in (map_index, pairs))
+    idx = torch.cat([map_index * N + pairs[:, 1], map_index * N + pairs[:, 2]])
     values = flat_maps.reshape(-1).index_select(0, idx)
     return values[:len(pairs)], values[len(pairs):]
 
