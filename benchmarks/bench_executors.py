@@ -14,8 +14,9 @@ Run: ``.venv/bin/python benchmarks/bench_executors.py [--workloads table1 deep]`
   clients, local test sets), FedAvg, FedProx, SCAFFOLD and pTopoFL x 5 seeds x 5 rounds
   of one local epoch: 20 runs of ~4.5-7.5 s (mean ~5.7 s) on two cores.
 
-Each workload runs with ``executor=1`` (serial), ``executor=2`` (two local worker
-processes of joblib's loky pool, started inside the timed call, as a user gets them) and
+Each workload runs with ``executor=1`` (serial), ``executor=2`` (this process and one
+helper process it starts inside the timed call, as a user gets them:
+:mod:`topofl_lib.runner.helpers`) and
 ``executor=`` a
 ``distributed.Client`` of a two-worker ``LocalCluster`` (one thread each), started
 after every local timing (a Dask client leaves threads in this process that slow later

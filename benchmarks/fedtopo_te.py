@@ -10,7 +10,8 @@ backend installed (numba, torch, cripser, gudhi) it prints the median over repea
 * the cubical persistence of all maps of the batch (``batch_pairs``), and its speed-up
   over cripser (the fastest library before the numba backend),
 * the whole TE forward + backward (persistence, gather, persistence images, autograd)
-  and its ratio to the baseline,
+  and its ratio to the baseline, both timed side by side (called in turn within each
+  repeat: the machine's speed drifts by a quarter between minutes),
 
 then, for the default backend, a breakdown of the TE step: the block's own forward +
 backward (the convolution, which any TAL step pays), sorting the pixels, the
@@ -67,6 +68,20 @@ def median_time(fn, repeats: int = REPEATS) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return float(np.median(times))
+
+
+def side_by_side(*fns, repeats: int = REPEATS) -> list[float]:
+    """Median seconds of each of ``fns``, called in turn within each repeat, so that a
+    ratio of two medians is not a ratio of two moments of a machine whose speed drifts."""
+    for fn in fns:
+        fn()  # warm-up
+    times = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, out in zip(fns, times, strict=True):
+            t0 = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t0)
+    return [float(np.median(t)) for t in times]
 
 
 def batch_of_32() -> torch.Tensor:
@@ -162,12 +177,12 @@ def main() -> None:
                 ((t - target) ** 2).sum(1).mean().backward()
 
             rows[backend] = (median_time(lambda b=backend, m=maps: batch_pairs(m, b)),
-                             median_time(te_step))
-        for backend, (ph, full) in rows.items():
+                             *side_by_side(te_step, ce_step))
+        for backend, (ph, full, plain) in rows.items():
             speedup = (f"{rows['cripser'][0] / ph:10.1f}x" if "cripser" in rows
                        else f"{'':11}")
             print(f"{block:6} {backend:8} {maps.shape[0]:5d} {1e3 * ph:7.2f} ms {speedup} "
-                  f"{1e3 * full:8.2f} ms {full / base:10.2f}x")
+                  f"{1e3 * full:8.2f} ms {full / plain:10.2f}x")
         te = TopologicalEmbedding().fit(acts)
         parts = breakdown(net, x, block, te, te.embed(acts))
         print(f"  breakdown of the {block} TE step, default backend "
@@ -176,10 +191,10 @@ def main() -> None:
             print(f"    {name:38} {1e3 * sec:7.2f} ms {sec / base:6.2f}x")
         print(f"    {'sum':38} {1e3 * sum(parts.values()):7.2f} ms "
               f"{sum(parts.values()) / base:6.2f}x")
-    multi_core(net, x, y, base)
+    multi_core(net, x, ce_step)
 
 
-def multi_core(net, x, y, base: float) -> None:
+def multi_core(net, x, ce_step) -> None:
     """The numba kernel on one core against every core, for a conv1 batch (same pairs),
     and the TE step of each block with the persistence on every core against the plain
     step."""
@@ -187,8 +202,8 @@ def multi_core(net, x, y, base: float) -> None:
     with torch.no_grad():
         acts = net.block_output(x, "conv1")
     maps = acts.reshape(-1, *acts.shape[2:]).numpy()
-    one = median_time(lambda: pairs_batch(maps, n_threads=1))
-    every = median_time(lambda: pairs_batch(maps, n_threads=cores))
+    one, every = side_by_side(lambda: pairs_batch(maps, n_threads=1),
+                              lambda: pairs_batch(maps, n_threads=cores))
     same = all(np.array_equal(a, b) for a, b in zip(
         pairs_batch(maps, n_threads=1), pairs_batch(maps, n_threads=cores), strict=True))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -207,11 +222,12 @@ def multi_core(net, x, y, base: float) -> None:
 
         set_persistence_threads(cores)
         try:
-            step = median_time(te_step)
+            step, plain = side_by_side(te_step, ce_step)
         finally:
             set_persistence_threads(1)
         print(f"{block} TE fwd+bwd with the persistence on {cores} cores {1e3 * step:.2f} ms, "
-              f"{step / base:.2f}x the plain step (torch on one thread)")
+              f"{step / plain:.2f}x the plain step beside it ({1e3 * plain:.2f} ms; torch on "
+              f"one thread; load average {os.getloadavg()[0]:.2f})")
 
 
 if __name__ == "__main__":

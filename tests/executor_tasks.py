@@ -76,3 +76,13 @@ def meet_at_dask_event(mine: str, other: str) -> dict:
     if not Event(other).wait(timeout=60):
         raise TimeoutError(f"event {other!r} was never set: the calls did not run at once")
     return worker_state()
+
+
+def healthcare_failing_in_a_helper(seed: int, parent: int, bad: int):
+    """The healthcare scenario of ``seed``; :class:`TaskFailed` when ``seed == bad`` in a
+    process other than ``parent`` (a helper of the runner's local pool)."""
+    from topofl_lib.data import make_scenario
+
+    if seed == bad and os.getpid() != parent:
+        raise TaskFailed(f"seed {seed} failed in a helper")
+    return make_scenario("healthcare", n_clients=4, n_adversarial=1, random_state=seed)

@@ -203,3 +203,32 @@ def test_the_default_thread_count_is_set_and_checked():
     import numba
 
     assert persistence_threads() == numba.config.NUMBA_NUM_THREADS
+
+
+def test_a_thread_limit_for_a_block_restores_the_setting():
+    """persistence_threads_limited: at most n threads inside the block (never more than
+    the setting), the setting as it was after it, an error included."""
+    from topofl_lib.topology.cubical_unionfind import (
+        persistence_threads,
+        persistence_threads_limited,
+        set_persistence_threads,
+    )
+
+    try:
+        set_persistence_threads(3)
+        with persistence_threads_limited(1):
+            assert persistence_threads() == 1
+        with persistence_threads_limited(8):
+            assert persistence_threads() == 3
+        with pytest.raises(KeyError), persistence_threads_limited(2):
+            assert persistence_threads() == 2
+            raise KeyError("inside")
+        assert persistence_threads() == 3
+        set_persistence_threads(None)
+        with persistence_threads_limited(1):
+            assert persistence_threads() == 1
+        import numba
+
+        assert persistence_threads() == numba.config.NUMBA_NUM_THREADS
+    finally:
+        set_persistence_threads(None)

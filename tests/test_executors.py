@@ -362,6 +362,40 @@ def test_schedule_serial_when_workers_do_not_pay():
     assert choose_schedule(10_000, 5.0, SerialExecutor()).reason == (
         "serial: 10000 runs of ~5 s, and the serial executor has 1 worker")
     assert choose_schedule(0, 5.0, StubExecutor()).mode == "serial"
+    # a local pool's calling process computes too: one process to start for 2 workers
+    assert choose_schedule(99, 0.026, ProcessExecutor(2), 1.5, spawned=1).reason == (
+        "serial: 99 runs of ~0.026 s (2.6 s) do not pay for starting 1 worker process "
+        "(~1.5 s)")
+    with pytest.raises(ValueError, match="spawned must be >= 0, got -1"):
+        choose_schedule(9, 1.0, ProcessExecutor(2), spawned=-1)
+
+
+def test_one_thread_each_for_a_block_restores_every_count():
+    """While this process computes beside helpers: one torch, BLAS/OpenMP and
+    persistence thread; afterwards the counts it had."""
+    import torch
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from topofl_lib.runner.threads import one_thread_each_meanwhile
+    from topofl_lib.topology.cubical_unionfind import (
+        persistence_threads,
+        set_persistence_threads,
+    )
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        set_persistence_threads(2)
+        with threadpool_limits(2):
+            blas = [p["num_threads"] for p in threadpool_info()]
+            with one_thread_each_meanwhile():
+                assert torch.get_num_threads() == 1 and persistence_threads() == 1
+                assert all(p["num_threads"] == 1 for p in threadpool_info())
+            assert [p["num_threads"] for p in threadpool_info()] == blas
+            assert (torch.get_num_threads(), persistence_threads()) == (2, 2)
+    finally:
+        torch.set_num_threads(before)
+        set_persistence_threads(None)
 
 
 def test_schedule_parallel_batches():

@@ -2,19 +2,26 @@
 
 import ast
 import functools
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from topofl_lib.core.device import device_kind
-from topofl_lib.deep import make_image_scenario
-from topofl_lib.deep.datasets import ImageDataset
-from topofl_lib.run_cache import RunCache, environment
-from topofl_lib.runner import SETTING_COLUMNS, run_comparison
-from topofl_lib.runner.executors import make_executor
-from topofl_lib.runner.plan import check_runs, make_plan, run_key
+HERE = str(Path(__file__).resolve().parent)  # spawned helpers import executor_tasks too
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+import executor_tasks as tasks  # noqa: E402
+
+from topofl_lib.core.device import device_kind  # noqa: E402
+from topofl_lib.deep import make_image_scenario  # noqa: E402
+from topofl_lib.deep.datasets import ImageDataset  # noqa: E402
+from topofl_lib.run_cache import RunCache, environment  # noqa: E402
+from topofl_lib.runner import SETTING_COLUMNS, run_comparison  # noqa: E402
+from topofl_lib.runner.executors import make_executor  # noqa: E402
+from topofl_lib.runner.plan import check_runs, make_plan, run_key  # noqa: E402
 
 RUNNER = Path(__file__).resolve().parent.parent / "topofl_lib" / "runner"
 
@@ -143,15 +150,20 @@ def test_a_dask_cluster_gives_the_serial_numbers_and_fills_the_store(tmp_path, m
     kw = {"seeds": [0, 1, 2], "methods": ["FedAvg", "pTopoFL", "FedProx"], "n_rounds": 3,
           "progress": False, "scenario_params": {"n_clients": 4, "n_adversarial": 1}}
     serial = run_comparison("healthcare", **kw)
-    shared = []
-    share = DaskExecutor.share
+    shared, calls = [], []
+    share, map_unordered = DaskExecutor.share, DaskExecutor.map_unordered
     monkeypatch.setattr(DaskExecutor, "share",
                         lambda self, value: shared.append(value) or share(self, value))
+    monkeypatch.setattr(DaskExecutor, "map_unordered", lambda self, fn, args_list: (
+        calls.append([items for _, items in args_list]) or map_unordered(self, fn, args_list)))
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         res = run_comparison("healthcare", executor=client, cache_dir=tmp_path, **kw)
     assert len(shared) == 1 and type(shared[0]).__name__ == "RunSpec"
+    # the first pilot had company: the other worker computed the last run meanwhile
+    assert len(calls[0]) == 2 and calls[0][0][0][:2] == (0, 0), calls
+    assert calls[0][1][0][:2] == (2, 2), calls
     pd.testing.assert_frame_equal(res.final, serial.final, check_exact=True)
     pd.testing.assert_frame_equal(res.curves, serial.curves, check_exact=True)
     assert res.schedule is not None and res.devices == ("cpu",)  # computed on the cluster
@@ -161,17 +173,39 @@ def test_a_dask_cluster_gives_the_serial_numbers_and_fills_the_store(tmp_path, m
     pd.testing.assert_frame_equal(again.final, serial.final, check_exact=True)
 
 
-def test_local_workers_give_the_serial_numbers(tmp_path):
-    """n_workers=2 (this process and a spawned one) and n_workers=1 agree exactly."""
+def test_local_workers_give_the_serial_numbers(tmp_path, monkeypatch):
+    """n_workers=2 (this process and a spawned one) and n_workers=1 agree exactly; this
+    process computes runs beside the pilot, and the helper computes some too."""
+    from topofl_lib.runner import execute
+
     kw = {"seeds": range(4), "methods": ["FedAvg", "pTopoFL"], "n_rounds": 3,
           "progress": False, "scenario_params": {"n_clients": 4, "n_adversarial": 1}}
     one = run_comparison("healthcare", **kw)
+    here = []
+    batch = execute.run_batch
+    monkeypatch.setattr(execute, "run_batch", lambda spec, items: here.extend(items) or batch(
+        spec, items))  # this process only: the helper imports the module afresh
     local = make_executor(2)
     local.startup_seconds_per_worker = 0.0  # parallel, however short the runs
     two = run_comparison("healthcare", executor=local, **kw)
     assert two.schedule.mode == "parallel", two.schedule
+    assert "on 2 workers" in two.schedule.reason
+    assert 1 <= len(here) < 8, here  # the helper took at least the last run
     pd.testing.assert_frame_equal(two.final, one.final, check_exact=True)
     pd.testing.assert_frame_equal(two.curves, one.curves, check_exact=True)
+
+
+def test_a_helpers_error_reaches_the_caller_with_its_type():
+    """A run that fails in a helper process stops the comparison with the run's own
+    exception (the scenario of seed 3 fails only outside this process; the helper takes
+    the runs from the end of the list)."""
+    local = make_executor(2)
+    local.startup_seconds_per_worker = 0.0
+    scenario = functools.partial(tasks.healthcare_failing_in_a_helper, parent=os.getpid(),
+                                 bad=3)
+    with pytest.raises(tasks.TaskFailed, match="seed 3 failed in a helper"):
+        run_comparison(scenario, seeds=range(4), methods=["FedAvg"], n_rounds=2,
+                       progress=False, executor=local)
 
 
 @pytest.mark.parametrize("long_run, n_pilots", [(float("inf"), 2), (0.0, 1)])

@@ -1,28 +1,43 @@
-"""Execute a plan: a pilot run here, then the rest serially or batched on an executor.
+"""Execute a plan: pilot runs timed first, then the rest serially or batched.
 
-The first two runs to compute are *pilots*, run in this process and timed (the first
-pays one-time costs: imports, compilation); from the second's time,
+The first two runs to compute are *pilots*, timed (the first pays one-time costs:
+imports, compilation); from the second's time,
 :func:`~topofl_lib.runner.schedule.choose_schedule` decides whether the remaining runs
-stay serial (short runs do not pay for starting workers) or go to the executor in
+stay serial (short runs do not pay for starting workers) or go to the workers in
 batches (each batch long enough to pay for handing it over). A first pilot of at least
 :data:`LONG_RUN_SECONDS` is work, not one-time cost, and is timing enough: the second
-pilot is skipped, so that the workers do not wait for it (at FedTopo's paper protocol a
-run takes minutes); a caller that knows a run's duration (``seconds_per_run``) skips both,
-and every worker starts at once. Records are yielded as runs finish; the workers have
-already written them to the run store.
-"""
+pilot is skipped (at FedTopo's paper protocol a run takes minutes); a caller that knows a
+run's duration (``seconds_per_run``) skips both, and every worker starts at once. No
+worker waits for a pilot:
 
+* a local pool on the CPU (``n_workers`` processes): this process is one of the workers
+  (:mod:`.helpers`). It computes the pilots and then runs from the front of the list,
+  while ``n_workers - 1`` helper processes take runs from the back; a first pilot that
+  outlasts the helpers' start-up has them started while it runs;
+* a Dask cluster computes every run, the pilots too (this process may have no GPU):
+  while one worker computes a pilot, each other worker computes a run from the end of
+  the list. Its workers are running already (the start-up a schedule weighs is ~0), so
+  a first pilot of at least :data:`~topofl_lib.runner.schedule.MIN_BATCH_SECONDS` sets
+  the schedule alone: the runs go one a task (a second, warm pilot could only ask for
+  batches of a few runs, each a fraction of a second);
+* a local pool of GPU workers (one device each) computes the rest after the pilots.
+
+Records are yielded as runs finish; the workers have already written them to the run
+store.
+"""
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import nullcontext
 
 from ..core.device import pinned
-from .executors import Executor
+from .executors import Executor, ProcessExecutor
+from .helpers import Helpers
 from .plan import Plan
-from .schedule import Schedule, choose_schedule
+from .schedule import MIN_BATCH_SECONDS, Schedule, choose_schedule
 from .tasks import RunSpec, forget_scenarios, run_batch
 
 __all__ = ["LONG_RUN_SECONDS", "execute", "run_spec"]
@@ -62,16 +77,23 @@ def _batches(todo: list, size: int) -> list[list]:
     return [todo[k:k + size] for k in range(0, len(todo), size)]
 
 
-def _pilot(spec: RunSpec, item: tuple, executor: Executor, shared) -> tuple[dict, float]:
+def _pilot(spec: RunSpec, item: tuple, executor: Executor, shared,
+           company: list) -> tuple[list, float]:
     """Run ``item`` alone and time it: here, or on the cluster for a Dask executor (this
     process may have no GPU, and the cluster's workers are already running), with the
-    spec sent there once (``shared``)."""
+    spec sent there once (``shared``) and the ``company`` runs, one a task, on the
+    cluster's other workers meanwhile, so that none waits for the pilot. Returns every
+    ``(item, record)`` computed, and the pilot's seconds."""
     start = time.perf_counter()
-    if executor.name == "dask":  # noqa: SIM108 (one line each would hide the unpacking)
-        ((_, (record,)),) = executor.map_unordered(run_batch, [(shared, [item])])
-    else:
+    if executor.name != "dask":
         (record,) = run_batch(spec, [item])
-    return record, time.perf_counter() - start
+        return [(item, record)], time.perf_counter() - start
+    items, done, seconds = [item, *company], [], 0.0
+    for i, (record,) in executor.map_unordered(run_batch, [(shared, [it]) for it in items]):
+        if i == 0:
+            seconds = time.perf_counter() - start
+        done.append((items[i], record))
+    return done, seconds
 
 
 def execute(plan: Plan, spec: RunSpec, executor: Executor,
@@ -105,19 +127,28 @@ def execute(plan: Plan, spec: RunSpec, executor: Executor,
     if not todo:
         return
     here = executor.name != "dask"  # a Dask cluster computes every run, the pilot too
+    if here and _shares_the_work(executor, spec):
+        try:
+            with pinned(spec.device):
+                yield from _with_helpers(spec, todo, executor, schedule_out, seconds_per_run)
+        finally:
+            forget_scenarios()
+        return
     shared = executor.share(spec)  # on a cluster its data travels once, not once per map
     try:  # this process runs pinned to the plan's device (it may compute in parallel too)
         with pinned(spec.device) if here else nullcontext():
             startup = executor.startup_seconds
-            n_pilots, seconds = 0, seconds_per_run
+            n_pilots, seconds, rest = 0, seconds_per_run, list(todo)
             while seconds_per_run is None and n_pilots < (2 if len(todo) > 2 else 1):
-                item = todo[n_pilots]  # the second pilot: a warm run
-                record, seconds = _pilot(spec, item, executor, shared)
-                yield item[0], item[1], record
+                item = rest.pop(0)  # the second pilot: a warm run
+                k = 0 if here else min(executor.n_workers - 1, len(rest) - 1)
+                company = [rest.pop() for _ in range(max(k, 0))][::-1]  # from the end
+                records, seconds = _pilot(spec, item, executor, shared, company)
+                for (seed, i, _), record in records:
+                    yield seed, i, record
                 n_pilots += 1
-                if seconds >= LONG_RUN_SECONDS:
+                if seconds >= LONG_RUN_SECONDS or (company and seconds >= MIN_BATCH_SECONDS):
                     break
-            rest = todo[n_pilots:]
             schedule = choose_schedule(len(rest), seconds, executor, startup)
             if schedule_out is not None:
                 schedule_out.append(schedule)
@@ -129,6 +160,59 @@ def execute(plan: Plan, spec: RunSpec, executor: Executor,
                 yield from _parallel(shared, rest, executor, schedule)
     finally:
         forget_scenarios()
+
+
+def _shares_the_work(executor: Executor, spec: RunSpec) -> bool:
+    """Whether this process computes runs beside ``n_workers - 1`` helper processes: a
+    local pool of several workers on the CPU (a GPU pool pins each worker to a device of
+    its own, and keeps :meth:`ProcessExecutor.map_unordered <topofl_lib.runner.executors.\
+ProcessExecutor.map_unordered>`)."""
+    return (isinstance(executor, ProcessExecutor) and executor.n_workers > 1
+            and spec.device == "cpu" and set(executor.devices) == {"cpu"})
+
+
+def _with_helpers(spec: RunSpec, todo: list, executor: ProcessExecutor,
+                  schedule_out: list | None, seconds_per_run: float | None
+                  ) -> Iterator[tuple[int, int, dict]]:
+    """The runs on this process and ``n_workers - 1`` helpers (:mod:`.helpers`): the pilots
+    here first (helpers started while a first pilot outlasts their start-up), then, when
+    the schedule is parallel, this process from the front and the helpers from the back."""
+    helpers = Helpers(spec, todo, executor.n_workers - 1, executor.devices[0])
+    startup = executor.startup_seconds_per_worker * helpers.n_helpers
+    timer = threading.Timer(startup, helpers.start)
+    timer.daemon = True
+    try:
+        n_pilots, seconds = 0, seconds_per_run
+        if seconds_per_run is None:
+            timer.start()
+        while seconds_per_run is None and n_pilots < (2 if len(todo) > 2 else 1):
+            item = helpers.take_front()
+            start = time.perf_counter()
+            (record,) = run_batch(spec, [item])
+            seconds = time.perf_counter() - start
+            timer.cancel()
+            timer.join()  # the helpers have started, or will not by the timer
+            yield item[0], item[1], record
+            n_pilots += 1
+            if seconds >= LONG_RUN_SECONDS or helpers.started:
+                break
+        schedule = choose_schedule(helpers.left(), seconds, executor,
+                                   0.0 if helpers.started else startup,
+                                   spawned=helpers.n_helpers)
+        if schedule_out is not None:
+            schedule_out.append(schedule)
+        if schedule.mode == "parallel":
+            helpers.batch_size = schedule.batch_size
+            helpers.start()
+        with helpers.computing() if helpers.started else nullcontext():
+            while (item := helpers.take_front()) is not None:
+                (record,) = run_batch(spec, [item])
+                yield item[0], item[1], record
+                yield from helpers.done(block=False)
+            yield from helpers.done(block=True)
+    finally:
+        timer.cancel()
+        helpers.close()
 
 
 def _parallel(spec, todo: list, executor: Executor,

@@ -11,7 +11,8 @@ exactly as this process would, with one torch thread.
 * :class:`ProcessExecutor`: ``n_workers`` processes of joblib's loky pool, started on
   first use, each with one torch thread and pinned to one device (``devices``, e.g.
   ``["cuda:0", "cuda:1"]``, or ``["cuda:0", "cuda:0"]`` for two small runs sharing a
-  GPU; default the CPU);
+  GPU; default the CPU). On the CPU the runner computes a comparison in the calling
+  process and ``n_workers - 1`` helper processes instead (:mod:`topofl_lib.runner.helpers`);
 * :class:`DaskExecutor`: the workers of a Dask cluster (``distributed``), reached by
   the scheduler's address, a ``distributed.Client`` or a cluster object (a
   ``LocalCluster``, a ``dask_jobqueue`` cluster). Each worker is pinned to one device

@@ -61,7 +61,7 @@ def _seconds(x: float) -> str:
 
 
 def choose_schedule(n_runs: int, seconds_per_run: float, executor,
-                    startup: float | None = None) -> Schedule:
+                    startup: float | None = None, spawned: int | None = None) -> Schedule:
     """Serial or parallel, and how many runs per task, for the runs left.
 
     Parameters
@@ -75,7 +75,11 @@ def choose_schedule(n_runs: int, seconds_per_run: float, executor,
         and ``startup_phrase`` are read.
     startup : float, optional
         The start-up estimate to use instead of ``executor.startup_seconds`` (the
-        runner reads it before it starts the workers in the background).
+        runner reads it before it starts the workers in the background; 0 once they
+        run).
+    spawned : int, optional
+        The processes the workers' start-up starts, where it is not ``n_workers`` (a
+        local pool's calling process is one of its workers: ``n_workers - 1``).
 
     Returns
     -------
@@ -106,7 +110,7 @@ def choose_schedule(n_runs: int, seconds_per_run: float, executor,
                                      "has 1 worker")
     startup = float(executor.startup_seconds if startup is None else startup)
     # only the processes to be started: a local executor's own process is one of its workers
-    n_started = getattr(executor, "spawned", n_workers)
+    n_started = n_workers if spawned is None else check_int(spawned, "spawned", low=0)
     what = executor.startup_phrase.format(n=n_started, es="es" if n_started != 1 else "")
     if serial_time < PAYOFF * startup:
         return Schedule("serial", 1, f"serial: {runs} ({_seconds(serial_time)}) do not pay "

@@ -38,13 +38,15 @@ is the whole computation for a batch.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import numba
 import numpy as np
 
-__all__ = ["pairs_batch", "persistence_threads", "pixel_order", "set_persistence_threads",
-           "sorted_keys"]
+__all__ = ["pairs_batch", "persistence_threads", "persistence_threads_limited", "pixel_order",
+           "set_persistence_threads", "sorted_keys"]
 
 @numba.njit(cache=True, nogil=True)
 def _float32_keys(flat):  # pragma: no cover - compiled
@@ -249,14 +251,35 @@ def set_persistence_threads(n_threads: int | None) -> None:
     _THREADS[:] = [] if n_threads is None else [check_int(n_threads, "n_threads", low=1)]
 
 
+@contextmanager
+def persistence_threads_limited(n_threads: int) -> Iterator[None]:
+    """Use at most ``n_threads`` threads in a ``with`` block, then restore the setting.
+
+    Parameters
+    ----------
+    n_threads : int
+        At least 1.
+
+    Yields
+    ------
+    None
+    """
+    saved = _THREADS[:]
+    set_persistence_threads(min(n_threads, persistence_threads()))
+    try:
+        yield
+    finally:
+        _THREADS[:] = saved
+
+
 _THREADS: list[int] = []
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 
 
-def _pool(n_threads: int) -> ThreadPoolExecutor:
-    if n_threads not in _POOLS:  # kept: a TE step calls this every local step
-        _POOLS[n_threads] = ThreadPoolExecutor(n_threads, thread_name_prefix="persistence")
-    return _POOLS[n_threads]
+def _pool(n_workers: int) -> ThreadPoolExecutor:
+    if n_workers not in _POOLS:  # kept: a TE step calls this every local step
+        _POOLS[n_workers] = ThreadPoolExecutor(n_workers, thread_name_prefix="persistence")
+    return _POOLS[n_workers]
 
 
 def _chunk_pairs(flat, keys, H, W, want):
@@ -276,8 +299,11 @@ def pairs_batch(maps: np.ndarray, dims=(0, 1), keys: np.ndarray | None = None,
     """Finite persistence pairs of every map of a batch, as pixel indices.
 
     The maps are split into ``n_threads`` contiguous runs, each computed by the compiled
-    kernel in a thread of its own (the kernel releases the GIL); each map's pairs depend
-    on that map alone, so the result is identical, bit for bit, for any thread count.
+    kernel in a thread of its own (the kernel releases the GIL): the calling thread
+    computes the first run while ``n_threads - 1`` pool threads compute the others (so no
+    more threads than cores are awake, and the caller does not wait for a pool thread to
+    start its share); each map's pairs depend on that map alone, so the result is
+    identical, bit for bit, for any thread count.
 
     Parameters
     ----------
@@ -306,8 +332,12 @@ def pairs_batch(maps: np.ndarray, dims=(0, 1), keys: np.ndarray | None = None,
         return out_map.copy(), out_pairs.copy()
     bounds = np.linspace(0, n, threads + 1).astype(np.int64)
     runs = list(zip(bounds[:-1], bounds[1:], strict=True))
-    parts = list(_pool(threads).map(  # each thread sorts its own maps' pixels too
-        lambda ab: _chunk_pairs(flat[ab[0]:ab[1]], None if keys is None else keys[ab[0]:ab[1]],
-                                H, W, want), runs))
+
+    def run(ab):  # each thread sorts its own maps' pixels too
+        return _chunk_pairs(flat[ab[0]:ab[1]], None if keys is None else keys[ab[0]:ab[1]],
+                            H, W, want)
+
+    others = [_pool(threads - 1).submit(run, ab) for ab in runs[1:]]
+    parts = [run(runs[0])] + [f.result() for f in others]
     out_map = np.concatenate([m + a for (a, _), (m, _) in zip(runs, parts, strict=True)])
     return out_map, np.concatenate([p for _, p in parts])
