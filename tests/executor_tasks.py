@@ -78,11 +78,24 @@ def meet_at_dask_event(mine: str, other: str) -> dict:
     return worker_state()
 
 
-def healthcare_failing_in_a_helper(seed: int, parent: int, bad: int):
-    """The healthcare scenario of ``seed``; :class:`TaskFailed` when ``seed == bad`` in a
-    process other than ``parent`` (a helper of the runner's local pool)."""
+def healthcare_with_a_helper(seed: int, parent: int, marker: str, bad: int | None = None):
+    """The healthcare scenario of ``seed``. In a process other than ``parent`` (a helper
+    of the runner's local pool) it first creates the file ``marker``, and raises
+    :class:`TaskFailed` for ``seed == bad``; in ``parent``, seeds 2 and above wait for
+    ``marker`` (at most 120 s), so that a helper computes some runs however short."""
+    import time
+    from pathlib import Path
+
     from topofl_lib.data import make_scenario
 
-    if seed == bad and os.getpid() != parent:
-        raise TaskFailed(f"seed {seed} failed in a helper")
+    if os.getpid() != parent:
+        Path(marker).touch()
+        if seed == bad:
+            raise TaskFailed(f"seed {seed} failed in a helper")
+    elif seed >= 2:
+        deadline = time.monotonic() + 120
+        while not Path(marker).exists():
+            if time.monotonic() > deadline:
+                raise TimeoutError("no helper built a scenario in 120 s")
+            time.sleep(0.01)
     return make_scenario("healthcare", n_clients=4, n_adversarial=1, random_state=seed)

@@ -174,35 +174,40 @@ def test_a_dask_cluster_gives_the_serial_numbers_and_fills_the_store(tmp_path, m
 
 
 def test_local_workers_give_the_serial_numbers(tmp_path, monkeypatch):
-    """n_workers=2 (this process and a spawned one) and n_workers=1 agree exactly; this
-    process computes runs beside the pilot, and the helper computes some too."""
+    """n_workers=2 (this process and a helper process) and n_workers=1 agree exactly;
+    this process computes runs beside the pilots, and the helper computes some too (this
+    process waits, from seed 2 on, for the helper's first scenario)."""
     from topofl_lib.runner import execute
 
     kw = {"seeds": range(4), "methods": ["FedAvg", "pTopoFL"], "n_rounds": 3,
-          "progress": False, "scenario_params": {"n_clients": 4, "n_adversarial": 1}}
-    one = run_comparison("healthcare", **kw)
+          "progress": False}
+    scenario = functools.partial(tasks.healthcare_with_a_helper, parent=os.getpid(),
+                                 marker=str(tmp_path / "helper"))
+    (tmp_path / "helper").touch()  # no helper in the serial run: nothing to wait for
+    one = run_comparison(scenario, **kw)
+    (tmp_path / "helper").unlink()
     here = []
     batch = execute.run_batch
     monkeypatch.setattr(execute, "run_batch", lambda spec, items: here.extend(items) or batch(
         spec, items))  # this process only: the helper imports the module afresh
     local = make_executor(2)
     local.startup_seconds_per_worker = 0.0  # parallel, however short the runs
-    two = run_comparison("healthcare", executor=local, **kw)
+    two = run_comparison(scenario, executor=local, **kw)
     assert two.schedule.mode == "parallel", two.schedule
     assert "on 2 workers" in two.schedule.reason
-    assert 1 <= len(here) < 8, here  # the helper took at least the last run
+    assert 3 <= len(here) < 8, here  # the pilots, seed 1, and not the helper's runs
+    assert (3, 1) not in {(seed, i) for seed, i, _ in here}  # the helper's: the last
     pd.testing.assert_frame_equal(two.final, one.final, check_exact=True)
     pd.testing.assert_frame_equal(two.curves, one.curves, check_exact=True)
 
 
-def test_a_helpers_error_reaches_the_caller_with_its_type():
+def test_a_helpers_error_reaches_the_caller_with_its_type(tmp_path):
     """A run that fails in a helper process stops the comparison with the run's own
-    exception (the scenario of seed 3 fails only outside this process; the helper takes
-    the runs from the end of the list)."""
+    exception (the scenario of seed 3, the last, fails only outside this process)."""
     local = make_executor(2)
     local.startup_seconds_per_worker = 0.0
-    scenario = functools.partial(tasks.healthcare_failing_in_a_helper, parent=os.getpid(),
-                                 bad=3)
+    scenario = functools.partial(tasks.healthcare_with_a_helper, parent=os.getpid(),
+                                 marker=str(tmp_path / "helper"), bad=3)
     with pytest.raises(tasks.TaskFailed, match="seed 3 failed in a helper"):
         run_comparison(scenario, seeds=range(4), methods=["FedAvg"], n_rounds=2,
                        progress=False, executor=local)

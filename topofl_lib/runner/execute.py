@@ -7,24 +7,23 @@ stay serial (short runs do not pay for starting workers) or go to the workers in
 batches (each batch long enough to pay for handing it over). A first pilot of at least
 :data:`LONG_RUN_SECONDS` is work, not one-time cost, and is timing enough: the second
 pilot is skipped (at FedTopo's paper protocol a run takes minutes); a caller that knows a
-run's duration (``seconds_per_run``) skips both, and every worker starts at once. No
-worker waits for a pilot:
+run's duration (``seconds_per_run``) skips both, and every worker starts at once. Where
+the workers can, they compute beside the pilots:
 
 * a local pool on the CPU (``n_workers`` processes): this process is one of the workers
   (:mod:`.helpers`). It computes the pilots and then runs from the front of the list,
-  while ``n_workers - 1`` helper processes take runs from the back; a first pilot that
-  outlasts the helpers' start-up has them started while it runs;
+  while ``n_workers - 1`` helper processes take runs from the back; for a list of over
+  :data:`~topofl_lib.runner.schedule.PAYOFF` runs, a first pilot that outlasts the
+  helpers' start-up has them started while it runs;
 * a Dask cluster computes every run, the pilots too (this process may have no GPU):
   while one worker computes a pilot, each other worker computes a run from the end of
-  the list. Its workers are running already (the start-up a schedule weighs is ~0), so
-  a first pilot of at least :data:`~topofl_lib.runner.schedule.MIN_BATCH_SECONDS` sets
-  the schedule alone: the runs go one a task (a second, warm pilot could only ask for
-  batches of a few runs, each a fraction of a second);
+  the list;
 * a local pool of GPU workers (one device each) computes the rest after the pilots.
 
 Records are yielded as runs finish; the workers have already written them to the run
 store.
 """
+
 from __future__ import annotations
 
 import threading
@@ -34,10 +33,11 @@ from collections.abc import Iterator
 from contextlib import nullcontext
 
 from ..core.device import pinned
+from ..prose import counted
 from .executors import Executor, ProcessExecutor
 from .helpers import Helpers
 from .plan import Plan
-from .schedule import MIN_BATCH_SECONDS, Schedule, choose_schedule
+from .schedule import PAYOFF, Schedule, choose_schedule
 from .tasks import RunSpec, forget_scenarios, run_batch
 
 __all__ = ["LONG_RUN_SECONDS", "execute", "run_spec"]
@@ -147,7 +147,7 @@ def execute(plan: Plan, spec: RunSpec, executor: Executor,
                 for (seed, i, _), record in records:
                     yield seed, i, record
                 n_pilots += 1
-                if seconds >= LONG_RUN_SECONDS or (company and seconds >= MIN_BATCH_SECONDS):
+                if seconds >= LONG_RUN_SECONDS:
                     break
             schedule = choose_schedule(len(rest), seconds, executor, startup)
             if schedule_out is not None:
@@ -175,44 +175,64 @@ def _with_helpers(spec: RunSpec, todo: list, executor: ProcessExecutor,
                   schedule_out: list | None, seconds_per_run: float | None
                   ) -> Iterator[tuple[int, int, dict]]:
     """The runs on this process and ``n_workers - 1`` helpers (:mod:`.helpers`): the pilots
-    here first (helpers started while a first pilot outlasts their start-up), then, when
-    the schedule is parallel, this process from the front and the helpers from the back."""
+    here first (for a list of over :data:`~.schedule.PAYOFF` runs, helpers started while a
+    first pilot outlasts their start-up), then, when the schedule is parallel, this
+    process from the front and the helpers from the back, in batches sized from this
+    process's last run."""
     helpers = Helpers(spec, todo, executor.n_workers - 1, executor.devices[0])
     startup = executor.startup_seconds_per_worker * helpers.n_helpers
     timer = threading.Timer(startup, helpers.start)
     timer.daemon = True
     try:
-        n_pilots, seconds = 0, seconds_per_run
-        if seconds_per_run is None:
-            timer.start()
-        while seconds_per_run is None and n_pilots < (2 if len(todo) > 2 else 1):
-            item = helpers.take_front()
-            start = time.perf_counter()
-            (record,) = run_batch(spec, [item])
-            seconds = time.perf_counter() - start
-            timer.cancel()
-            timer.join()  # the helpers have started, or will not by the timer
-            yield item[0], item[1], record
-            n_pilots += 1
-            if seconds >= LONG_RUN_SECONDS or helpers.started:
-                break
-        schedule = choose_schedule(helpers.left(), seconds, executor,
-                                   0.0 if helpers.started else startup,
-                                   spawned=helpers.n_helpers)
-        if schedule_out is not None:
-            schedule_out.append(schedule)
-        if schedule.mode == "parallel":
-            helpers.batch_size = schedule.batch_size
-            helpers.start()
-        with helpers.computing() if helpers.started else nullcontext():
-            while (item := helpers.take_front()) is not None:
-                (record,) = run_batch(spec, [item])
-                yield item[0], item[1], record
+        with helpers.computing():  # one thread of each kind, the pilots included
+            n_pilots, seconds = 0, seconds_per_run
+            if seconds_per_run is None and len(todo) > PAYOFF:
+                timer.start()
+            while seconds_per_run is None and n_pilots < (2 if len(todo) > 2 else 1):
+                item, seconds = _timed_here(spec, helpers.take_front())
+                timer.cancel()
+                if timer.is_alive():
+                    timer.join()  # the helpers have started, or will not by the timer
+                yield item
+                n_pilots += 1
+                if seconds >= LONG_RUN_SECONDS or helpers.started:
+                    break
+            schedule = _helpers_schedule(helpers, seconds, executor, startup)
+            if schedule_out is not None:
+                schedule_out.append(schedule)
+            if schedule.mode == "parallel":
+                helpers.start()
+            while (run := helpers.take_front()) is not None:
+                item, seconds = _timed_here(spec, run)
+                yield item
+                helpers.batch_size = choose_schedule(
+                    max(helpers.left(), 1), seconds, executor, 0.0).batch_size
                 yield from helpers.done(block=False)
             yield from helpers.done(block=True)
     finally:
         timer.cancel()
         helpers.close()
+
+
+def _timed_here(spec: RunSpec, run: tuple) -> tuple[tuple[int, int, dict], float]:
+    """``run`` computed in this process: ``(seed, run index, record)`` and its seconds."""
+    start = time.perf_counter()
+    (record,) = run_batch(spec, [run])
+    return (run[0], run[1], record), time.perf_counter() - start
+
+
+def _helpers_schedule(helpers: Helpers, seconds: float, executor: ProcessExecutor,
+                      startup: float) -> Schedule:
+    """The schedule of the runs left: parallel with helpers already started (their
+    start-up paid), serial with a single run left (it is this process's)."""
+    left = helpers.left()
+    schedule = choose_schedule(left, seconds, executor, 0.0 if helpers.started else startup,
+                               spawned=helpers.n_helpers)
+    if schedule.mode == "parallel" and left < 2 and not helpers.started:
+        return Schedule("serial", 1, f"serial: {counted(left, 'run')} left, for this process")
+    if schedule.mode == "parallel":
+        helpers.batch_size = schedule.batch_size
+    return schedule
 
 
 def _parallel(spec, todo: list, executor: Executor,

@@ -234,7 +234,9 @@ class ProcessExecutor(Executor):
     The workers start when the first calls are sent (constructing the executor costs
     nothing) and are reused by later calls (loky's reusable pool) until :meth:`close`.
     Arrays of over 1 MB in the calls' arguments reach the workers as read-only memory
-    maps (joblib's), sent once per map instead of once per call.
+    maps (joblib's), sent once per map instead of once per call. (A comparison on the CPU
+    runs in the calling process and ``n_workers - 1`` helpers of
+    :mod:`topofl_lib.runner.helpers` instead, each helper with a copy of its data.)
 
     Parameters
     ----------

@@ -3,16 +3,18 @@
 With ``n_workers=n`` on one machine (a :class:`~topofl_lib.runner.executors.ProcessExecutor`
 on the CPU), the calling process is one of the ``n`` workers. It computes runs from the
 front of the list, the pilots first, while ``n - 1`` *helper* processes take runs from the
-back, each its next batch only when it has finished one, until the two ends meet. So no
-core waits while the pilots are timed (a first pilot that outlasts the helpers' start-up
-has them started while it runs), and the last runs go to whoever is free: the workers
-finish together. Each helper receives the comparison's spec once, when it starts.
+back, each its next batch only when it has finished one (and its first only once its
+process is up), until the two ends meet: the last runs go to whoever is free, and the
+workers finish together. For a list long enough to pay for helpers, a first pilot that
+outlasts their start-up has them started while it runs, so that no core waits for it.
+Each helper receives the comparison's spec once, when it starts (a copy of its data in
+each helper's memory).
 
 The numbers are those of one process: a run is computed by the same function
-(:func:`~topofl_lib.runner.tasks.run_batch`) with one torch thread and one persistence
-thread wherever it runs (this process, too, while helpers may run), and one BLAS thread.
+(:func:`~topofl_lib.runner.tasks.run_batch`) with one torch, persistence, BLAS and OpenMP
+thread wherever it runs, this process included (the runner's tests and
+``benchmarks/bench_executors.py`` compare the results with a serial run's bit for bit).
 """
-
 from __future__ import annotations
 
 import queue
@@ -42,6 +44,16 @@ def _helper_batch(items: list) -> list[dict]:
     return run_batch(_SPEC[0], items)
 
 
+def _ready() -> bool:
+    """Nothing: returns once a helper process has started (and run its set-up)."""
+    return True
+
+
+#: A helper's environment: one thread in every BLAS and OpenMP library it loads (numpy,
+#: scipy and scikit-learn each ship their own), as joblib gives its workers.
+HELPER_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
 class Helpers:
     """The runs left, shared between this process and ``n_helpers`` helper processes.
 
@@ -55,6 +67,11 @@ class Helpers:
         Helper processes to start (at least 1).
     device : str
         The helpers' device.
+
+    Attributes
+    ----------
+    batch_size : int
+        Runs a helper takes at a time (set by the caller from its runs' time).
     """
 
     def __init__(self, spec: RunSpec, todo: list, n_helpers: int, device: str = "cpu"):
@@ -63,7 +80,7 @@ class Helpers:
         self._lock = threading.Lock()
         self._out: queue.Queue = queue.Queue()
         self._pool = None
-        self._running = 0
+        self._taken = 0  # batches the helpers took whose records the caller has not had
         self.batch_size = 1
 
     # -- the list ----------------------------------------------------------------------
@@ -74,8 +91,9 @@ class Helpers:
 
     def _take_back(self) -> list:
         with self._lock:
-            return [self._todo.pop() for _ in range(min(self.batch_size, len(self._todo)))
-                    ][::-1]
+            items = [self._todo.pop() for _ in range(min(self.batch_size, len(self._todo)))]
+            self._taken += bool(items)
+        return items[::-1]
 
     def left(self) -> int:
         """Runs not yet taken by anyone."""
@@ -90,56 +108,60 @@ class Helpers:
 
     def start(self) -> None:
         """Start the helper processes (once; from any thread), each fed by a thread here
-        that hands it its next batch when it returns one."""
+        that hands it its next batch when it returns one; a helper takes its first batch
+        once its process is up, so this process never waits for a helper's start-up."""
         from joblib.externals.loky import ProcessPoolExecutor
 
         with self._lock:
             if self._pool is not None or not self._todo:
                 return
             self._pool = ProcessPoolExecutor(  # loky's: no re-import of the __main__ script
-                self.n_helpers, initializer=_start_helper, initargs=(self.spec, self.device))
-            self._running = self.n_helpers
+                self.n_helpers, initializer=_start_helper, initargs=(self.spec, self.device),
+                env=HELPER_ENV)
         for _ in range(self.n_helpers):
             threading.Thread(target=self._feed, daemon=True,
                              name="topofl-helper-feed").start()
 
     def _feed(self) -> None:
         try:
+            self._pool.submit(_ready).result()
             while items := self._take_back():
                 self._out.put(("records", items, self._pool.submit(
                     _helper_batch, items).result()))
         except BaseException as exc:  # noqa: BLE001 (raised again in the caller's thread)
             self.stop()
             self._out.put(("error", None, exc))
-        finally:
-            self._out.put(("exit", None, None))
 
     def done(self, block: bool) -> Iterator[tuple[int, int, dict]]:
         """``(seed, run, record)`` of the helpers' finished batches: those waiting now, or
-        (``block``) all of them, waiting for every helper to finish."""
-        while self._running:
+        (``block``) every batch a helper took, waiting for them. A helper's error is
+        raised here, with its type."""
+        while True:
             try:
-                kind, items, value = self._out.get(block=block)
+                kind, items, value = self._out.get(block=False)
             except queue.Empty:
-                return
+                with self._lock:
+                    if not (block and self._taken):
+                        return
+                kind, items, value = self._out.get()  # a taken batch always reports
             if kind == "error":
                 raise value
-            if kind == "exit":
-                self._running -= 1
-                continue
+            with self._lock:
+                self._taken -= 1
             for (seed, i, _), record in zip(items, value, strict=True):
                 yield seed, i, record
 
     def stop(self) -> None:
-        """Hand out nothing more (a helper finishes the batch it has)."""
+        """Hand out nothing more."""
         with self._lock:
             self._todo.clear()
 
     def close(self) -> None:
-        """Stop, and let the helper processes exit once their batch is done."""
+        """Stop, and end the helper processes (a batch still computing is dropped: the
+        runs a helper finished are in the run store already)."""
         self.stop()
         if self._pool is not None:
-            self._pool.shutdown(wait=False)
+            self._pool.shutdown(wait=False, kill_workers=True)
 
     def computing(self):
         """A context in which this process computes with one thread of each kind (the

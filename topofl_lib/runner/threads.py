@@ -10,11 +10,13 @@ def one_thread_each() -> None:
     """Set torch's threads, the cubical persistence's and the BLAS and OpenMP libraries'
     to one, in this process.
 
-    The runner's worker processes (local or Dask) call it when they start; a run's
-    numbers do not depend on these counts (torch's CPU kernels are run with one thread
-    everywhere in this package, :func:`~topofl_lib.topology.cubical_unionfind.pairs_batch`
-    gives the same pairs for any thread count, and the runner's tests compare parallel
-    runs with serial ones bit for bit). Without the BLAS limit a pTopoFL run's OpenBLAS
+    The runner's worker processes (local or Dask) call it when they start. torch's CPU
+    kernels are run with one thread everywhere in this package, and
+    :func:`~topofl_lib.topology.cubical_unionfind.pairs_batch` gives the same pairs for
+    any thread count; a BLAS library may sum a long reduction in another order on
+    another thread count, so a serial run (the BLAS default) and a worker's are compared
+    bit for bit by the runner's tests and ``benchmarks/bench_executors.py``, not assumed
+    equal. Without the BLAS limit a pTopoFL run's OpenBLAS
     calls take two threads each in two processes on two cores: the run took 47% longer
     beside another one than alone, 2% with the limit (``benchmarks/bench_executors.py``).
     """
