@@ -60,16 +60,6 @@ print(time.perf_counter() - t0)
 """
 
 
-def median_time(fn, repeats: int = REPEATS) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
-
-
 def side_by_side(*fns, repeats: int = REPEATS) -> list[float]:
     """Median seconds of each of ``fns``, called in turn within each repeat, so that a
     ratio of two medians is not a ratio of two moments of a machine whose speed drifts."""
@@ -82,6 +72,11 @@ def side_by_side(*fns, repeats: int = REPEATS) -> list[float]:
             fn()
             out.append(time.perf_counter() - t0)
     return [float(np.median(t)) for t in times]
+
+
+def median_time(fn, repeats: int = REPEATS) -> float:
+    """Median seconds of ``fn`` over ``repeats`` warm calls."""
+    return side_by_side(fn, repeats=repeats)[0]
 
 
 def batch_of_32() -> torch.Tensor:

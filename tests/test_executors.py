@@ -362,6 +362,9 @@ def test_schedule_serial_when_workers_do_not_pay():
     assert choose_schedule(10_000, 5.0, SerialExecutor()).reason == (
         "serial: 10000 runs of ~5 s, and the serial executor has 1 worker")
     assert choose_schedule(0, 5.0, StubExecutor()).mode == "serial"
+    # one run left: nothing to compute beside it, however long
+    assert choose_schedule(1, 600.0, StubExecutor()) == Schedule(
+        "serial", 1, "serial: 1 run of ~600 s left")
     # a local pool's calling process computes too: one process to start for 2 workers
     assert choose_schedule(99, 0.026, ProcessExecutor(2), 1.5, spawned=1).reason == (
         "serial: 99 runs of ~0.026 s (2.6 s) do not pay for starting 1 worker process "

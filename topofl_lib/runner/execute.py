@@ -33,12 +33,12 @@ from collections.abc import Iterator
 from contextlib import nullcontext
 
 from ..core.device import pinned
-from ..prose import counted
 from .executors import Executor, ProcessExecutor
 from .helpers import Helpers
 from .plan import Plan
 from .schedule import PAYOFF, Schedule, choose_schedule
 from .tasks import RunSpec, forget_scenarios, run_batch
+from .threads import one_thread_each_meanwhile
 
 __all__ = ["LONG_RUN_SECONDS", "execute", "run_spec"]
 
@@ -127,16 +127,12 @@ def execute(plan: Plan, spec: RunSpec, executor: Executor,
     if not todo:
         return
     here = executor.name != "dask"  # a Dask cluster computes every run, the pilot too
-    if here and _shares_the_work(executor, spec):
-        try:
-            with pinned(spec.device):
-                yield from _with_helpers(spec, todo, executor, schedule_out, seconds_per_run)
-        finally:
-            forget_scenarios()
-        return
     shared = executor.share(spec)  # on a cluster its data travels once, not once per map
     try:  # this process runs pinned to the plan's device (it may compute in parallel too)
         with pinned(spec.device) if here else nullcontext():
+            if here and _shares_the_work(executor, spec):
+                yield from _with_helpers(spec, todo, executor, schedule_out, seconds_per_run)
+                return
             startup = executor.startup_seconds
             n_pilots, seconds, rest = 0, seconds_per_run, list(todo)
             while seconds_per_run is None and n_pilots < (2 if len(todo) > 2 else 1):
@@ -184,7 +180,7 @@ def _with_helpers(spec: RunSpec, todo: list, executor: ProcessExecutor,
     timer = threading.Timer(startup, helpers.start)
     timer.daemon = True
     try:
-        with helpers.computing():  # one thread of each kind, the pilots included
+        with one_thread_each_meanwhile():  # the pilots included
             n_pilots, seconds = 0, seconds_per_run
             if seconds_per_run is None and len(todo) > PAYOFF:
                 timer.start()
@@ -197,16 +193,19 @@ def _with_helpers(spec: RunSpec, todo: list, executor: ProcessExecutor,
                 n_pilots += 1
                 if seconds >= LONG_RUN_SECONDS or helpers.started:
                     break
-            schedule = _helpers_schedule(helpers, seconds, executor, startup)
+            schedule = choose_schedule(helpers.left(), seconds, executor,
+                                       0.0 if helpers.started else startup,
+                                       spawned=helpers.n_helpers)
             if schedule_out is not None:
                 schedule_out.append(schedule)
             if schedule.mode == "parallel":
+                helpers.batch_size = schedule.batch_size
                 helpers.start()
             while (run := helpers.take_front()) is not None:
                 item, seconds = _timed_here(spec, run)
                 yield item
-                helpers.batch_size = choose_schedule(
-                    max(helpers.left(), 1), seconds, executor, 0.0).batch_size
+                helpers.batch_size = choose_schedule(helpers.left(), seconds, executor,
+                                                     0.0).batch_size
                 yield from helpers.done(block=False)
             yield from helpers.done(block=True)
     finally:
@@ -219,20 +218,6 @@ def _timed_here(spec: RunSpec, run: tuple) -> tuple[tuple[int, int, dict], float
     start = time.perf_counter()
     (record,) = run_batch(spec, [run])
     return (run[0], run[1], record), time.perf_counter() - start
-
-
-def _helpers_schedule(helpers: Helpers, seconds: float, executor: ProcessExecutor,
-                      startup: float) -> Schedule:
-    """The schedule of the runs left: parallel with helpers already started (their
-    start-up paid), serial with a single run left (it is this process's)."""
-    left = helpers.left()
-    schedule = choose_schedule(left, seconds, executor, 0.0 if helpers.started else startup,
-                               spawned=helpers.n_helpers)
-    if schedule.mode == "parallel" and left < 2 and not helpers.started:
-        return Schedule("serial", 1, f"serial: {counted(left, 'run')} left, for this process")
-    if schedule.mode == "parallel":
-        helpers.batch_size = schedule.batch_size
-    return schedule
 
 
 def _parallel(spec, todo: list, executor: Executor,

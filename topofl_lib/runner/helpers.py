@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 from ..core.device import pin_device
 from .tasks import RunSpec, run_batch
-from .threads import one_thread_each, one_thread_each_meanwhile
+from .threads import one_thread_each
 
 __all__ = ["Helpers"]
 
@@ -162,8 +162,3 @@ class Helpers:
         self.stop()
         if self._pool is not None:
             self._pool.shutdown(wait=False, kill_workers=True)
-
-    def computing(self):
-        """A context in which this process computes with one thread of each kind (the
-        helpers have the other cores): :func:`~.threads.one_thread_each_meanwhile`."""
-        return one_thread_each_meanwhile()

@@ -84,10 +84,11 @@ def choose_schedule(n_runs: int, seconds_per_run: float, executor,
     Returns
     -------
     Schedule
-        ``"serial"`` (batch size 1) when the executor has one worker or the runs' serial
-        time is below :data:`PAYOFF` times its start-up estimate; else ``"parallel"``
-        with batches of ``ceil(MIN_BATCH_SECONDS / seconds_per_run)`` runs, at least 1
-        and at most ``ceil(n_runs / n_workers)``.
+        ``"serial"`` (batch size 1) when one run or none is left, when the executor has
+        one worker or when the runs' serial time is below :data:`PAYOFF` times its
+        start-up estimate; else ``"parallel"`` with batches of
+        ``ceil(MIN_BATCH_SECONDS / seconds_per_run)`` runs, at least 1 and at most
+        ``ceil(n_runs / n_workers)``.
 
     Examples
     --------
@@ -105,6 +106,8 @@ def choose_schedule(n_runs: int, seconds_per_run: float, executor,
     serial_time = n_runs * seconds_per_run
     if n_runs == 0:
         return Schedule("serial", 1, "serial: no runs left")
+    if n_runs == 1:  # no second run to compute beside it
+        return Schedule("serial", 1, f"serial: 1 run of ~{_seconds(seconds_per_run)} left")
     if n_workers == 1:
         return Schedule("serial", 1, f"serial: {runs}, and the {executor.name} executor "
                                      "has 1 worker")

@@ -16,9 +16,10 @@ def one_thread_each() -> None:
     any thread count; a BLAS library may sum a long reduction in another order on
     another thread count, so a serial run (the BLAS default) and a worker's are compared
     bit for bit by the runner's tests and ``benchmarks/bench_executors.py``, not assumed
-    equal. Without the BLAS limit a pTopoFL run's OpenBLAS
-    calls take two threads each in two processes on two cores: the run took 47% longer
-    beside another one than alone, 2% with the limit (``benchmarks/bench_executors.py``).
+    equal. Without the BLAS limit a pTopoFL run's OpenBLAS calls take two threads each in
+    two processes on two cores: the run took 47% longer beside another one than alone;
+    with it, the deep workload's runs took as long on two workers as in one process (their
+    seconds summed to 64.4 s against 64.6 s; ``docs/guide/speed.md``).
     """
     import torch
     from threadpoolctl import threadpool_limits
