@@ -11,17 +11,20 @@ backend installed (numba, torch, cripser, gudhi) it prints the median over repea
   over cripser (the fastest library before the numba backend),
 * the whole TE forward + backward (persistence, gather, persistence images, autograd)
   and its ratio to the baseline, both timed side by side (called in turn within each
-  repeat: the machine's speed drifts by a quarter between minutes),
+  repeat: the machine's speed drifts by a quarter between minutes), with the torch
+  persistence images and, for the default backend, with the compiled ones too
+  (``image_backend="numba"``),
 
 then, for the default backend, a breakdown of the TE step: the block's own forward +
 backward (the convolution, which any TAL step pays), sorting the pixels, the
 union-find, gathering the pairs' values, the persistence images (forward) and the
-autograd backward through them. All timings are of warm calls: numba compiles its
-kernel once per machine (cached on disk), and the first call of a fresh process only
-loads it; both costs are printed first. The last lines time the union-find kernel
+autograd backward through them, then the compiled images' forward and backward. All
+timings are of warm calls: numba compiles its kernel once per machine (cached on
+disk), and the first call of a fresh process only loads it; both costs are printed
+first. The last lines time the union-find kernel
 on a conv1 batch with one thread and with one per core (the batch split into runs of
 maps, the pairs identical), with the machine's load average, and the TE step of both
-blocks with the persistence on every core. Images come from
+blocks with the persistence on every core, with either images. Images come from
 Fashion-MNIST when the Debian package is installed, else from scikit-learn's digits
 upscaled to 28x28 (same shapes).
 """
@@ -40,6 +43,8 @@ import torch
 
 from topofl_lib.deep import load_image_dataset, make_model
 from topofl_lib.fedtopo import TopologicalEmbedding
+from topofl_lib.fedtopo.embedding import IMAGE_BACKENDS
+from topofl_lib.fedtopo.image_kernel import compiled_images
 from topofl_lib.topology.cubical import batch_pairs, gather_values, resolve_backend
 from topofl_lib.topology.cubical_unionfind import (
     pairs_batch,
@@ -125,7 +130,16 @@ def breakdown(net, x, block: str, te: TopologicalEmbedding, target) -> dict[str,
         leaf.grad = None
         images().backward()
 
+    def compiled(backward: bool):
+        leaf.grad = None
+        loss = ((te._channel_mean(compiled_images(flat, map_index, pairs, te.birth_grid_,
+                                                  te.pers_grid_, te.sigma_), n, C)
+                 - target) ** 2).sum(1).mean()
+        if backward:
+            loss.backward()
+
     fwd = median_time(images)
+    compiled_fwd = median_time(lambda: compiled(False))
     return {
         "block forward + backward (conv)": median_time(block_step),
         "sort pixels (sorted_keys)": median_time(
@@ -134,7 +148,22 @@ def breakdown(net, x, block: str, te: TopologicalEmbedding, target) -> dict[str,
         "gather values": median_time(lambda: gather_values(flat, map_index, pairs)),
         "persistence images + loss (forward)": fwd,
         "autograd backward (TE part)": median_time(images_and_backward) - fwd,
+        "compiled images + loss (forward)": compiled_fwd,
+        "compiled images backward": median_time(lambda: compiled(True)) - compiled_fwd,
     }
+
+
+def te_step(net, x, block: str, te: TopologicalEmbedding):
+    """One TE forward + backward of ``block`` on ``x``, against ``te``'s embedding of the
+    same activations (the global embedding of a TAL step)."""
+    with torch.no_grad():
+        target = te.embed(net.block_output(x, block))
+
+    def step():
+        net.zero_grad()
+        ((te.embed(net.block_output(x, block)) - target) ** 2).sum(1).mean().backward()
+
+    return step
 
 
 def main() -> None:
@@ -155,37 +184,34 @@ def main() -> None:
     base = median_time(ce_step)
     print(f"baseline: CE forward+backward of the CNN, batch 32: {1e3 * base:.2f} ms")
     backends = [b for b in ("numba", "torch", "cripser", "gudhi") if importlib.util.find_spec(b)]
-    print(f"{'block':6} {'backend':8} {'maps':>5} {'PH only':>10} {'vs cripser':>11} "
+    # (pairs' backend, images' backend): every pairs backend with the torch images, and
+    # the default pairs backend with the compiled images too
+    combos = [(b, "torch") for b in backends] + [(backends[0], "numba")]
+    print(f"{'block':6} {'pairs':8} {'images':7} {'maps':>5} {'PH only':>10} {'vs cripser':>11} "
           f"{'TE fwd+bwd':>11} {'/ SGD step':>11}")
     for block in ("conv1", "conv2"):
         with torch.no_grad():
             acts = net.block_output(x, block)
         maps = acts.reshape(-1, *acts.shape[2:]).numpy()
         rows = {}
-        for backend in backends:
-            te = TopologicalEmbedding(backend=backend).fit(acts)
-            target = te.embed(acts)
-
-            def te_step(te=te, target=target, block=block):
-                net.zero_grad()
-                t = te.embed(net.block_output(x, block))
-                ((t - target) ** 2).sum(1).mean().backward()
-
-            rows[backend] = (median_time(lambda b=backend, m=maps: batch_pairs(m, b)),
-                             *side_by_side(te_step, ce_step))
-        for backend, (ph, full, plain) in rows.items():
-            speedup = (f"{rows['cripser'][0] / ph:10.1f}x" if "cripser" in rows
-                       else f"{'':11}")
-            print(f"{block:6} {backend:8} {maps.shape[0]:5d} {1e3 * ph:7.2f} ms {speedup} "
-                  f"{1e3 * full:8.2f} ms {full / plain:10.2f}x")
+        for backend, images in combos:
+            te = TopologicalEmbedding(backend=backend, image_backend=images).fit(acts)
+            rows[backend, images] = (median_time(lambda b=backend, m=maps: batch_pairs(m, b)),
+                                     *side_by_side(te_step(net, x, block, te), ce_step))
+        for (backend, images), (ph, full, plain) in rows.items():
+            speedup = (f"{rows['cripser', 'torch'][0] / ph:10.1f}x"
+                       if ("cripser", "torch") in rows else f"{'':11}")
+            print(f"{block:6} {backend:8} {images:7} {maps.shape[0]:5d} {1e3 * ph:7.2f} ms "
+                  f"{speedup} {1e3 * full:8.2f} ms {full / plain:10.2f}x")
         te = TopologicalEmbedding().fit(acts)
         parts = breakdown(net, x, block, te, te.embed(acts))
-        print(f"  breakdown of the {block} TE step, default backend "
-              f"({resolve_backend('auto')}):")
+        print(f"  breakdown of the {block} TE step, default backends "
+              f"({resolve_backend('auto')} pairs, torch images; then the compiled images):")
         for name, sec in parts.items():
             print(f"    {name:38} {1e3 * sec:7.2f} ms {sec / base:6.2f}x")
-        print(f"    {'sum':38} {1e3 * sum(parts.values()):7.2f} ms "
-              f"{sum(parts.values()) / base:6.2f}x")
+        torch_parts = sum(v for k, v in parts.items() if "compiled" not in k)
+        print(f"    {'sum (torch images)':38} {1e3 * torch_parts:7.2f} ms "
+              f"{torch_parts / base:6.2f}x")
     multi_core(net, x, ce_step)
 
 
@@ -208,21 +234,18 @@ def multi_core(net, x, ce_step) -> None:
     for block in ("conv1", "conv2"):
         with torch.no_grad():
             acts = net.block_output(x, block)
-        te = TopologicalEmbedding().fit(acts)
-        target = te.embed(acts)
-
-        def te_step(te=te, target=target, block=block):
-            net.zero_grad()
-            ((te.embed(net.block_output(x, block)) - target) ** 2).sum(1).mean().backward()
-
-        set_persistence_threads(cores)
-        try:
-            step, plain = side_by_side(te_step, ce_step)
-        finally:
-            set_persistence_threads(1)
-        print(f"{block} TE fwd+bwd with the persistence on {cores} cores {1e3 * step:.2f} ms, "
-              f"{step / plain:.2f}x the plain step beside it ({1e3 * plain:.2f} ms; torch on "
-              f"one thread; load average {os.getloadavg()[0]:.2f})")
+        for images in IMAGE_BACKENDS:
+            step_fn = te_step(net, x, block,
+                              TopologicalEmbedding(image_backend=images).fit(acts))
+            set_persistence_threads(cores)
+            try:
+                step, plain = side_by_side(step_fn, ce_step)
+            finally:
+                set_persistence_threads(1)
+            print(f"{block} TE fwd+bwd, {images} images, persistence on {cores} cores: "
+                  f"{1e3 * step:.2f} ms, {step / plain:.2f}x the plain step beside it "
+                  f"({1e3 * plain:.2f} ms; torch on one thread; load average "
+                  f"{os.getloadavg()[0]:.2f})")
 
 
 if __name__ == "__main__":

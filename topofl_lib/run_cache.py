@@ -16,7 +16,8 @@ computes new runs next to the old ones.
 A dataclass field added later, whose default computes what the code computed before
 it existed, is flagged :data:`~topofl_lib.core.containers.UNKEYED_AT_DEFAULT` and left
 out of the key while it holds that default (``Client.load_noise_sd``): the stored runs
-keep their keys, and any other value is keyed.
+keep their keys, and any other value is keyed. An estimator's class names such
+parameters in its ``unkeyed_at_default`` attribute (``FedTopo.image_backend``).
 
 Bump :data:`RUN_CACHE_VERSION` whenever the code changes what a run computes for the
 same configuration (a bug fix, a new default).
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 import os
 import pickle
 import sys
@@ -102,6 +104,20 @@ def _keyed_fields(obj) -> dict:
                     and _same_value(getattr(obj, f.name), f.default))}
 
 
+def _keyed_params(estimator) -> dict:
+    """An estimator's parameters as the key sees them: every parameter, except one its
+    class names in ``unkeyed_at_default`` while it holds its ``__init__`` default (the
+    same rule as a dataclass field's :data:`~topofl_lib.core.containers.UNKEYED_AT_DEFAULT`)."""
+    params = estimator.get_params(deep=False)
+    unkeyed = getattr(type(estimator), "unkeyed_at_default", ())
+    if not unkeyed:
+        return params
+    defaults = inspect.signature(type(estimator).__init__).parameters
+    return {name: value for name, value in params.items()
+            if not (name in unkeyed and name in defaults
+                    and _same_value(value, defaults[name].default))}
+
+
 def _same_value(a, b) -> bool:
     """``a == b`` for plain values, compared by type as well (``False == 0`` is no match)."""
     return type(a) is type(b) and a == b
@@ -147,7 +163,7 @@ def _feed(h, obj, memo: dict) -> None:
         _feed(h, sorted(obj, key=repr), memo)
     elif isinstance(obj, BaseEstimator):
         tag(f"estimator:{type(obj).__module__}.{type(obj).__qualname__}")
-        _feed(h, obj.get_params(deep=False), memo)
+        _feed(h, _keyed_params(obj), memo)
     elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         tag(f"dataclass:{type(obj).__module__}.{type(obj).__qualname__}")
         _feed(h, _keyed_fields(obj), memo)

@@ -44,7 +44,7 @@ from .._validation import check_bool, check_choice, check_int
 from ..core.registry import register_method
 from ..federated.fedavg import FedAvg
 from ..topology.cubical import CUBICAL_BACKENDS
-from .embedding import TopologicalEmbedding
+from .embedding import IMAGE_BACKENDS, TopologicalEmbedding
 from .schedules import AlphaSchedule, imbalance_floor
 
 __all__ = ["FedTopo"]
@@ -72,6 +72,14 @@ class FedTopo(FedAvg):
     resolution : int, default=8
         Persistence-image side (M = 64).
     backend : {"auto", "numba", "torch", "cripser", "gudhi"}, default="auto"
+    image_backend : {"torch", "numba"}, default="torch"
+        How the persistence images are computed
+        (:class:`~topofl_lib.fedtopo.TopologicalEmbedding`): ``"numba"`` makes a TAL
+        step faster on the CPU, with the same images to float rounding (so a run is not
+        bit for bit the ``"torch"`` one); ``"torch"`` runs on any device and is what the
+        committed runs used. Left out of the run store's key at its default
+        (``unkeyed_at_default``, :mod:`topofl_lib.run_cache`), so the runs stored
+        before it existed keep their keys.
     record_rounds : tuple of int, default=()
         Rounds (1-based) after which the global and local models are kept in
         ``snapshots_`` (Figure 4, Figure D.1).
@@ -91,12 +99,15 @@ class FedTopo(FedAvg):
     """
 
     name = "FedTopo"
+    #: Parameters added later whose default computes what the code computed before them.
+    unkeyed_at_default = ("image_backend",)
     load_noise = True  # CE on the learner's mini-batches; TAL images clean (docstring)
 
     def __init__(self, n_rounds=5, lr=0.01, local_epochs=5, batch_size=32, C=1.0,
                  model=None, block="conv1", tal=True, schedule=None, tal_samples=64,
                  tal_batch=32, tal_every=1, resolution=8, backend="auto",
-                 record_rounds=(), random_state=None, rng_streams="shared"):
+                 record_rounds=(), random_state=None, rng_streams="shared",
+                 image_backend="torch"):
         super().__init__(n_rounds, lr, local_epochs, batch_size, C, model, random_state,
                          rng_streams)
         self.block = block
@@ -108,6 +119,7 @@ class FedTopo(FedAvg):
         self.resolution = resolution
         self.backend = backend
         self.record_rounds = record_rounds
+        self.image_backend = image_backend
 
     def _check_params(self):
         super()._check_params()
@@ -123,6 +135,7 @@ class FedTopo(FedAvg):
         check_int(self.tal_every, "tal_every", low=1)
         check_int(self.resolution, "resolution", low=2)
         check_choice(self.backend, "backend", CUBICAL_BACKENDS)
+        check_choice(self.image_backend, "image_backend", IMAGE_BACKENDS)
         for r in self.record_rounds:
             check_int(r, "record_rounds entry", low=1, high=self.n_rounds)
 
@@ -161,7 +174,8 @@ class FedTopo(FedAvg):
         X = self._data[k][0][torch.as_tensor(idx)]
         with torch.no_grad():
             acts = self.learner_.block_output(w0, X, self.block)
-            te = TopologicalEmbedding(self.resolution, backend=self.backend).fit(acts)
+            te = TopologicalEmbedding(self.resolution, backend=self.backend,
+                                      image_backend=self.image_backend).fit(acts)
             t_global = te.embed(acts)
         self._tal = {"X": X, "t_global": t_global, "te": te, "pos": 0, "step": 0,
                      "steps_per_epoch": -(-n // self.batch_size)}

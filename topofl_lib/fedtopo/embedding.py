@@ -49,11 +49,16 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from .._validation import as_float_array, check_choice, check_int, check_real
 from ..topology.cubical import CUBICAL_BACKENDS, batch_pairs, gather_values, resolve_backend
 from ..topology.cubical_torch import pairs_torch
+from .image_kernel import check_on_host, compiled_images
 
 __all__ = ["TopologicalEmbedding", "persistence_image"]
 
 WEIGHTINGS = ("none", "persistence")
 NORMALIZATIONS = ("mass", "none")
+#: How the persistence images are computed: ``"torch"``, a batched matrix product on the
+#: activations' device (:func:`persistence_image`); ``"numba"``, one compiled call forward
+#: and one backward on the host (:mod:`~topofl_lib.fedtopo.image_kernel`).
+IMAGE_BACKENDS = ("torch", "numba")
 
 
 def _slots(map_index, n_maps: int):
@@ -128,6 +133,12 @@ class TopologicalEmbedding(TransformerMixin, BaseEstimator):
     normalize : {"mass", "none"}, default="mass"
     homology_dims : tuple of int, default=(0, 1)
     backend : {"auto", "numba", "torch", "cripser", "gudhi"}, default="auto"
+        The persistence pairs' backend.
+    image_backend : {"torch", "numba"}, default="torch"
+        The persistence images' (:data:`IMAGE_BACKENDS`): ``"numba"`` is the faster on
+        the CPU (the images and their gradient to float rounding, not bit for bit) and
+        needs the activations on the host; ``"torch"`` runs on any device and is what
+        the committed FedTopo runs used.
 
     Attributes
     ----------
@@ -140,13 +151,15 @@ class TopologicalEmbedding(TransformerMixin, BaseEstimator):
 
     def __init__(self, resolution: int = 8, sigma: float | None = None,
                  weighting: str = "none", normalize: str = "mass",
-                 homology_dims: tuple = (0, 1), backend: str = "auto"):
+                 homology_dims: tuple = (0, 1), backend: str = "auto",
+                 image_backend: str = "torch"):
         self.resolution = resolution
         self.sigma = sigma
         self.weighting = weighting
         self.normalize = normalize
         self.homology_dims = homology_dims
         self.backend = backend
+        self.image_backend = image_backend
 
     # -- helpers -------------------------------------------------------------------
     def _validate(self) -> None:
@@ -156,6 +169,7 @@ class TopologicalEmbedding(TransformerMixin, BaseEstimator):
         check_choice(self.weighting, "weighting", WEIGHTINGS)
         check_choice(self.normalize, "normalize", NORMALIZATIONS)
         check_choice(self.backend, "backend", CUBICAL_BACKENDS)
+        check_choice(self.image_backend, "image_backend", IMAGE_BACKENDS)
         dims = tuple(self.homology_dims)
         if not dims or any(d not in (0, 1) for d in dims):
             raise ValueError(f"homology_dims must be a non-empty subset of (0, 1), got {dims}")
@@ -243,9 +257,17 @@ class TopologicalEmbedding(TransformerMixin, BaseEstimator):
         """Differentiable TE of ``activations`` (torch, shape (n, C, H, W)) -> (n, M)."""
         if not hasattr(self, "birth_grid_"):
             raise ValueError("this TopologicalEmbedding is not fitted yet; call fit first")
+        check_choice(self.image_backend, "image_backend", IMAGE_BACKENDS)
         t = self._as_tensor(activations)
-        n, C = t.shape[:2]
-        return self._images(*self._points(t), n, C)
+        n, C, H, W = t.shape
+        if self.image_backend == "torch":
+            return self._images(*self._points(t), n, C)
+        check_on_host(t)
+        map_index, pairs = batch_pairs(self._maps(t), self.backend, tuple(self.homology_dims))
+        images = compiled_images(t.reshape(n * C, H * W), map_index, pairs, self.birth_grid_,
+                                 self.pers_grid_, self.sigma_, self.weighting,
+                                 self.pers_scale_)
+        return self._channel_mean(images, n, C)
 
     def _images(self, map_index, birth, pers, n: int, C: int):
         """Channel-mean persistence image of each sample from its maps' points."""
@@ -255,6 +277,10 @@ class TopologicalEmbedding(TransformerMixin, BaseEstimator):
         grid_p = torch.as_tensor(self.pers_grid_, dtype=birth.dtype, device=birth.device)
         images = persistence_image(map_index, birth, pers, n * C, grid_b, grid_p,
                                    self.sigma_, self.weighting, self.pers_scale_)
+        return self._channel_mean(images, n, C)
+
+    def _channel_mean(self, images, n: int, C: int):
+        """Each sample's mean over its ``C`` maps' images (normalised first if asked)."""
         if self.normalize == "mass":
             images = images / images.sum(dim=1, keepdim=True).clamp_min(1e-12)
         return images.reshape(n, C, -1).mean(dim=1)

@@ -45,8 +45,8 @@ from contextlib import contextmanager
 import numba
 import numpy as np
 
-__all__ = ["pairs_batch", "persistence_threads", "persistence_threads_limited", "pixel_order",
-           "set_persistence_threads", "sorted_keys"]
+__all__ = ["map_runs", "over_map_runs", "pairs_batch", "persistence_threads",
+           "persistence_threads_limited", "pixel_order", "set_persistence_threads", "sorted_keys"]
 
 @numba.njit(cache=True, nogil=True)
 def _float32_keys(flat):  # pragma: no cover - compiled
@@ -299,11 +299,9 @@ def pairs_batch(maps: np.ndarray, dims=(0, 1), keys: np.ndarray | None = None,
     """Finite persistence pairs of every map of a batch, as pixel indices.
 
     The maps are split into ``n_threads`` contiguous runs, each computed by the compiled
-    kernel in a thread of its own (the kernel releases the GIL): the calling thread
-    computes the first run while ``n_threads - 1`` pool threads compute the others (so no
-    more threads than cores are awake, and the caller does not wait for a pool thread to
-    start its share); each map's pairs depend on that map alone, so the result is
-    identical, bit for bit, for any thread count.
+    kernel in a thread of its own (:func:`over_map_runs`; the kernel releases the GIL);
+    each map's pairs depend on that map alone, so the result is identical, bit for bit,
+    for any thread count.
 
     Parameters
     ----------
@@ -326,18 +324,57 @@ def pairs_batch(maps: np.ndarray, dims=(0, 1), keys: np.ndarray | None = None,
     n, H, W = maps.shape
     flat = np.ascontiguousarray(maps.reshape(n, H * W))
     want = np.array([0 in dims, 1 in dims], dtype=np.bool_)
-    threads = min(persistence_threads() if n_threads is None else n_threads, max(n, 1))
-    if threads <= 1:
-        out_map, out_pairs = _chunk_pairs(flat, keys, H, W, want)
-        return out_map.copy(), out_pairs.copy()
-    bounds = np.linspace(0, n, threads + 1).astype(np.int64)
-    runs = list(zip(bounds[:-1], bounds[1:], strict=True))
 
-    def run(ab):  # each thread sorts its own maps' pixels too
-        return _chunk_pairs(flat[ab[0]:ab[1]], None if keys is None else keys[ab[0]:ab[1]],
-                            H, W, want)
+    def run(a, b):  # each thread sorts its own maps' pixels too
+        return _chunk_pairs(flat[a:b], None if keys is None else keys[a:b], H, W, want)
 
-    others = [_pool(threads - 1).submit(run, ab) for ab in runs[1:]]
-    parts = [run(runs[0])] + [f.result() for f in others]
-    out_map = np.concatenate([m + a for (a, _), (m, _) in zip(runs, parts, strict=True)])
+    parts = over_map_runs(run, n, n_threads)
+    if len(parts) == 1:
+        return parts[0][0].copy(), parts[0][1].copy()
+    bounds = map_runs(n, len(parts))
+    out_map = np.concatenate([m + a for a, (m, _) in zip(bounds[:-1], parts, strict=True)])
     return out_map, np.concatenate([p for _, p in parts])
+
+
+def map_runs(n_maps: int, n_runs: int) -> np.ndarray:
+    """The bounds of ``n_runs`` contiguous runs of ``n_maps`` maps, as equal as can be:
+    run ``r`` is maps ``bounds[r]`` to ``bounds[r + 1]``.
+
+    Parameters
+    ----------
+    n_maps, n_runs : int
+
+    Returns
+    -------
+    ndarray of int64, shape (n_runs + 1,)
+    """
+    return np.linspace(0, n_maps, n_runs + 1).astype(np.int64)
+
+
+def over_map_runs(fn, n_maps: int, n_threads: int | None = None) -> list:
+    """``fn(a, b)`` for contiguous runs of maps ``[a, b)`` covering ``n_maps``, one run a
+    thread (:func:`map_runs`), in order; the calling thread computes the first run while
+    ``n_threads - 1`` pool threads compute the others (so no more threads than cores are
+    awake, and the caller does not wait for a pool thread to start its share). ``fn``
+    should release the GIL (a ``nogil`` compiled kernel) and touch only its maps' rows.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(a, b)``, the work of maps ``a`` to ``b - 1``.
+    n_maps : int
+    n_threads : int or None
+        Threads (``None``: :func:`persistence_threads`); never more than the maps.
+
+    Returns
+    -------
+    list
+        ``fn``'s results, run by run.
+    """
+    threads = min(persistence_threads() if n_threads is None else n_threads, max(n_maps, 1))
+    if threads <= 1:
+        return [fn(0, n_maps)]
+    bounds = map_runs(n_maps, threads)
+    others = [_pool(threads - 1).submit(fn, a, b) for a, b in zip(bounds[1:-1], bounds[2:],
+                                                                   strict=True)]
+    return [fn(0, int(bounds[1]))] + [f.result() for f in others]
