@@ -226,6 +226,25 @@ def test_dask_executor_raises_the_tasks_error(dask_client):
     assert dict(ex.map_unordered(tasks.square_plus, [(3, 1)])) == {0: 10}
 
 
+def test_dask_stream_takes_calls_while_it_yields_results(dask_client):
+    """A stream yields each call's result with its tag as it finishes, those submitted
+    while it yields included, and raises a call's error with its type."""
+    ex = DaskExecutor(client=dask_client)
+    got = []
+    with ex.stream(tasks.square_plus) as stream:
+        stream.submit("first", (2, 0))
+        for tag, result in stream:
+            got.append((tag, result))
+            if tag == "first":  # sent after the first result came back
+                stream.submit("second", (3, 1))
+                stream.submit("third", (4, 2))
+    assert got[0] == ("first", 4) and sorted(got[1:]) == [("second", 10), ("third", 18)]
+    with pytest.raises(tasks.TaskFailed, match="task 1 failed"), \
+            ex.stream(tasks.fail_on) as stream:
+        stream.submit(0, (1, 1))
+        list(stream)
+
+
 def test_dask_device_assignment_by_sorted_worker_address(dask_client):
     ex = DaskExecutor(client=dask_client, devices=["cuda:0", "cuda:1"])
     workers = sorted(dask_client.scheduler_info(n_workers=-1)["workers"])

@@ -88,9 +88,9 @@ def test_conftest_groups_notebook_cells_federations_and_shared_fixtures(groups):
     assert len(federations) == 7 and set(federations.values()) == {"federations"}
     assert {g for n, g in groups.items() if n.startswith("tests/test_docs_site.py::")
             and "test_the_site_has_its_pages" in n} == {"fixture:test_docs_site.py:crawl"}
-    # the 20 starts and the plain unit tests stay free, to spread over the workers
+    # the 10 starts and the plain unit tests stay free, to spread over the workers
     starts = [g for n, g in groups.items() if "test_secure_federation_starts_every_time" in n]
-    assert len(starts) == 20 and set(starts) == {None}
+    assert len(starts) == 10 and set(starts) == {None}
     assert {g for n, g in groups.items() if n.startswith("tests/test_cubical.py::")} == {None}
 
 

@@ -143,27 +143,30 @@ def test_a_dask_cluster_gives_the_serial_numbers_and_fills_the_store(tmp_path, m
     """A real two-worker Dask cluster: the same numbers as one process, every run written
     to the store by the worker that computed it, and a second call resumes from it. The
     comparison's spec (with its data) is sent to the cluster once, for the pilots and the
-    rest together."""
+    rest together. No worker waits for the pilots: the first is sent with a run from the
+    end of the list beside it, and every run is sent once."""
     distributed = pytest.importorskip("distributed")
-    from topofl_lib.runner.executors import DaskExecutor
+    from topofl_lib.runner.executors import DaskExecutor, DaskStream
 
     kw = {"seeds": [0, 1, 2], "methods": ["FedAvg", "pTopoFL", "FedProx"], "n_rounds": 3,
           "progress": False, "scenario_params": {"n_clients": 4, "n_adversarial": 1}}
     serial = run_comparison("healthcare", **kw)
-    shared, calls = [], []
-    share, map_unordered = DaskExecutor.share, DaskExecutor.map_unordered
+    shared, sent = [], []
+    share, submit = DaskExecutor.share, DaskStream.submit
     monkeypatch.setattr(DaskExecutor, "share",
                         lambda self, value: shared.append(value) or share(self, value))
-    monkeypatch.setattr(DaskExecutor, "map_unordered", lambda self, fn, args_list: (
-        calls.append([items for _, items in args_list]) or map_unordered(self, fn, args_list)))
+    monkeypatch.setattr(DaskStream, "submit", lambda self, tag, args: (
+        sent.append(args[1]) or submit(self, tag, args)))
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         res = run_comparison("healthcare", executor=client, cache_dir=tmp_path, **kw)
     assert len(shared) == 1 and type(shared[0]).__name__ == "RunSpec"
     # the first pilot had company: the other worker computed the last run meanwhile
-    assert len(calls[0]) == 2 and calls[0][0][0][:2] == (0, 0), calls
-    assert calls[0][1][0][:2] == (2, 2), calls
+    assert [item[:2] for item in sent[0]] == [(0, 0)], sent
+    assert [item[:2] for item in sent[1]] == [(2, 2)], sent
+    assert sorted(item[:2] for batch in sent for item in batch) == [
+        (seed, run) for seed in range(3) for run in range(3)]
     pd.testing.assert_frame_equal(res.final, serial.final, check_exact=True)
     pd.testing.assert_frame_equal(res.curves, serial.curves, check_exact=True)
     assert res.schedule is not None and res.devices == ("cpu",)  # computed on the cluster

@@ -16,8 +16,9 @@ the workers can, they compute beside the pilots:
   :data:`~topofl_lib.runner.schedule.PAYOFF` runs, a first pilot that outlasts the
   helpers' start-up has them started while it runs;
 * a Dask cluster computes every run, the pilots too (this process may have no GPU):
-  while one worker computes a pilot, each other worker computes a run from the end of
-  the list;
+  while a pilot runs, the other workers compute runs from the end of the list, one
+  after the other, and the next pilot, then the schedule's batches, are sent as soon as
+  a pilot ends, so no worker waits for the pilots;
 * a local pool of GPU workers (one device each) computes the rest after the pilots.
 
 Records are yielded as runs finish; the workers have already written them to the run
@@ -30,7 +31,6 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import nullcontext
 
 from ..core.device import pinned
 from .executors import Executor, ProcessExecutor
@@ -77,25 +77,6 @@ def _batches(todo: list, size: int) -> list[list]:
     return [todo[k:k + size] for k in range(0, len(todo), size)]
 
 
-def _pilot(spec: RunSpec, item: tuple, executor: Executor, shared,
-           company: list) -> tuple[list, float]:
-    """Run ``item`` alone and time it: here, or on the cluster for a Dask executor (this
-    process may have no GPU, and the cluster's workers are already running), with the
-    spec sent there once (``shared``) and the ``company`` runs, one a task, on the
-    cluster's other workers meanwhile, so that none waits for the pilot. Returns every
-    ``(item, record)`` computed, and the pilot's seconds."""
-    start = time.perf_counter()
-    if executor.name != "dask":
-        (record,) = run_batch(spec, [item])
-        return [(item, record)], time.perf_counter() - start
-    items, done, seconds = [item, *company], [], 0.0
-    for i, (record,) in executor.map_unordered(run_batch, [(shared, [it]) for it in items]):
-        if i == 0:
-            seconds = time.perf_counter() - start
-        done.append((items[i], record))
-    return done, seconds
-
-
 def execute(plan: Plan, spec: RunSpec, executor: Executor,
             schedule_out: list | None = None, seconds_per_run: float | None = None
             ) -> Iterator[tuple[int, int, dict]]:
@@ -126,36 +107,87 @@ def execute(plan: Plan, spec: RunSpec, executor: Executor,
     todo = plan.todo
     if not todo:
         return
-    here = executor.name != "dask"  # a Dask cluster computes every run, the pilot too
-    shared = executor.share(spec)  # on a cluster its data travels once, not once per map
-    try:  # this process runs pinned to the plan's device (it may compute in parallel too)
-        with pinned(spec.device) if here else nullcontext():
-            if here and _shares_the_work(executor, spec):
+    try:
+        if executor.name == "dask":  # a Dask cluster computes every run, the pilots too
+            yield from _on_cluster(spec, todo, executor, schedule_out, seconds_per_run)
+            return
+        # this process runs pinned to the plan's device (it may compute in parallel too)
+        with pinned(spec.device):
+            if _shares_the_work(executor, spec):
                 yield from _with_helpers(spec, todo, executor, schedule_out, seconds_per_run)
                 return
-            startup = executor.startup_seconds
             n_pilots, seconds, rest = 0, seconds_per_run, list(todo)
-            while seconds_per_run is None and n_pilots < (2 if len(todo) > 2 else 1):
-                item = rest.pop(0)  # the second pilot: a warm run
-                k = 0 if here else min(executor.n_workers - 1, len(rest) - 1)
-                company = [rest.pop() for _ in range(max(k, 0))][::-1]  # from the end
-                records, seconds = _pilot(spec, item, executor, shared, company)
-                for (seed, i, _), record in records:
-                    yield seed, i, record
+            while seconds_per_run is None and n_pilots < _n_pilots(len(todo)):
+                item, seconds = _timed_here(spec, rest.pop(0))  # the second: a warm run
+                yield item
                 n_pilots += 1
                 if seconds >= LONG_RUN_SECONDS:
                     break
-            schedule = choose_schedule(len(rest), seconds, executor, startup)
+            schedule = choose_schedule(len(rest), seconds, executor, executor.startup_seconds)
             if schedule_out is not None:
                 schedule_out.append(schedule)
-            if schedule.mode == "serial" and here:
+            if schedule.mode == "serial":
                 for item in rest:
-                    (record,) = run_batch(spec, [item])
-                    yield item[0], item[1], record
+                    yield _timed_here(spec, item)[0]
             else:
-                yield from _parallel(shared, rest, executor, schedule)
+                yield from _parallel(spec, rest, executor, schedule)
     finally:
         forget_scenarios()
+
+
+def _n_pilots(n_runs: int) -> int:
+    """Pilots timed before the schedule of ``n_runs`` runs is chosen: two (the first
+    pays one-time costs), or one for a list of two runs or fewer."""
+    return 2 if n_runs > 2 else 1
+
+
+def _on_cluster(spec: RunSpec, todo: list, executor: Executor, schedule_out: list | None,
+                seconds_per_run: float | None) -> Iterator[tuple[int, int, dict]]:
+    """Every run on a Dask cluster, the spec sent there once. The pilots are timed there
+    (this process may have no GPU), and no worker waits for them: while a pilot runs,
+    each other worker computes a run from the end of the list, and takes another as soon
+    as it is done; the next pilot starts as soon as the last one ends, and once the
+    schedule is chosen the remaining runs go in its batches."""
+    shared = executor.share(spec)
+    rest, seconds = list(todo), seconds_per_run
+    wanted = 0 if seconds_per_run is not None else _n_pilots(len(todo))
+    with executor.stream(run_batch) as stream:
+
+        def send(batch: list, pilot: bool = False) -> None:
+            stream.submit((batch, time.perf_counter() if pilot else None), (shared, batch))
+
+        def schedule_rest() -> None:
+            schedule = choose_schedule(len(rest), seconds, executor, executor.startup_seconds)
+            if schedule_out is not None:
+                schedule_out.append(schedule)
+            for batch in _batches(rest, schedule.batch_size):
+                send(batch)
+            rest.clear()
+
+        started = 0
+        if wanted:
+            send([rest.pop(0)], pilot=True)
+            started = 1
+            for _ in range(min(executor.n_workers - 1, len(rest) - 1)):
+                send([rest.pop()])  # company, from the end
+        else:
+            schedule_rest()
+        decided, n_pilots = not wanted, 0
+        for (batch, t0), records in stream:
+            for (seed, i, _), record in zip(batch, records, strict=True):
+                yield seed, i, record
+            if decided:
+                continue
+            if t0 is not None:  # a pilot ended: the next one, or the schedule
+                n_pilots, seconds = n_pilots + 1, time.perf_counter() - t0
+                if n_pilots < wanted and seconds < LONG_RUN_SECONDS and rest:
+                    send([rest.pop(0)], pilot=True)
+                    started += 1
+                else:
+                    schedule_rest()
+                    decided = True
+            elif len(rest) > (1 if started < wanted else 0):  # keep this worker busy
+                send([rest.pop()])
 
 
 def _shares_the_work(executor: Executor, spec: RunSpec) -> bool:
@@ -184,7 +216,7 @@ def _with_helpers(spec: RunSpec, todo: list, executor: ProcessExecutor,
             n_pilots, seconds = 0, seconds_per_run
             if seconds_per_run is None and len(todo) > PAYOFF:
                 timer.start()
-            while seconds_per_run is None and n_pilots < (2 if len(todo) > 2 else 1):
+            while seconds_per_run is None and n_pilots < _n_pilots(len(todo)):
                 item, seconds = _timed_here(spec, helpers.take_front())
                 timer.cancel()
                 if timer.is_alive():

@@ -19,7 +19,8 @@ exactly as this process would, with one torch thread.
   by a worker plugin (:mod:`topofl_lib.runner.dask_plugin`): its ``TOPOFL_DEVICE``
   environment variable when set (``CUDA_VISIBLE_DEVICES=1 TOPOFL_DEVICE=cuda:0 dask
   worker ...``), else ``devices`` by the worker's position among the cluster's workers
-  (sorted addresses), else the CPU.
+  (sorted addresses), else the CPU. Its :meth:`DaskExecutor.stream` also takes calls
+  one at a time while earlier ones run (the runner's pilots: :mod:`.execute`).
 
 :func:`make_executor` turns what a user passes as ``executor=`` (a worker count, a Dask
 address, a client, an executor) into an executor. The runner batches the runs itself
@@ -43,8 +44,8 @@ from ..core.device import check_device, pin_device, pinned_device
 from ..core.optional import require
 from .threads import one_thread_each
 
-__all__ = ["DASK_SCHEMES", "DaskExecutor", "Executor", "ProcessExecutor", "SerialExecutor",
-           "make_executor"]
+__all__ = ["DASK_SCHEMES", "DaskExecutor", "DaskStream", "Executor", "ProcessExecutor",
+           "SerialExecutor", "make_executor"]
 
 #: The address schemes of a Dask scheduler that :func:`make_executor` accepts.
 DASK_SCHEMES = ("tcp://", "tls://", "ucx://", "inproc://")
@@ -391,6 +392,22 @@ class DaskExecutor(Executor):
         self.client.register_plugin(DevicePinning(self.device_assignment()))
         self._plugin_registered = True
 
+    def stream(self, fn: Callable) -> DaskStream:
+        """Calls of ``fn`` submitted one at a time, also while earlier ones run (the
+        runner's pilots and the runs beside them): see :class:`DaskStream`.
+
+        Parameters
+        ----------
+        fn : callable
+            A module-level function (the workers must be able to import its module).
+
+        Returns
+        -------
+        DaskStream
+        """
+        self._register_plugin()
+        return DaskStream(self.client, fn)
+
     def share(self, value):
         """A future of ``value`` on the cluster (scattered now, once): pass it to every
         call of later maps in place of ``value``; see :meth:`Executor.share`."""
@@ -413,12 +430,8 @@ class DaskExecutor(Executor):
         tuple of (int, object)
             ``(index, result)`` as each call finishes.
         """
-        from distributed import Future, as_completed
+        from distributed import Future
 
-        from .dask_plugin import run_pinned
-
-        self._register_plugin()
-        client = self.client
         args_list = [tuple(args) for args in args_list]
         # an argument shared by several calls (a comparison's spec, with its data) is sent
         # to the cluster once, not once per call (one already shared is a future)
@@ -428,18 +441,10 @@ class DaskExecutor(Executor):
                 counts[id(a)] = (a, counts.get(id(a), (a, 0))[1] + 1)
         sent = {k: self.share(a) for k, (a, n) in counts.items() if n > 1
                 and not isinstance(a, (int, float, str, bool, type(None), Future))}
-        futures = {}
-        for i, args in enumerate(args_list):
-            args = tuple(sent.get(id(a), a) for a in args)
-            fut = client.submit(run_pinned, fn, args, pure=False)
-            futures[fut.key] = (i, fut)
-        try:
-            for fut in as_completed([f for _, f in futures.values()]):
-                i, _ = futures.pop(fut.key)
-                yield i, fut.result()
-        finally:  # an error, or the caller stopped early: drop what has not finished
-            if futures:
-                client.cancel([f for _, f in futures.values()])
+        with self.stream(fn) as stream:
+            for i, args in enumerate(args_list):
+                stream.submit(i, tuple(sent.get(id(a), a) for a in args))
+            yield from stream
 
     def close(self) -> None:
         """Close the client if this executor made it."""
@@ -450,6 +455,63 @@ class DaskExecutor(Executor):
 
     def __repr__(self) -> str:
         return f"DaskExecutor(address={self.address!r}, devices={self.devices!r})"
+
+
+class DaskStream:
+    """Calls of one function on a Dask cluster, each submitted when the caller decides,
+    their results taken as they finish.
+
+    :meth:`submit` sends a call with a tag; iterating yields ``(tag, result)`` in the
+    order the calls finish, until every call submitted has finished, those submitted
+    while iterating included. An exception of a call is raised with its type; leaving
+    the ``with`` block (or :meth:`close`) cancels the calls not finished.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    fn : callable
+        A module-level function.
+    """
+
+    def __init__(self, client, fn: Callable):
+        from distributed import as_completed
+
+        self._client, self._fn = client, fn
+        self._pending: dict = {}
+        self._finished = as_completed()
+
+    def submit(self, tag, args: Sequence) -> None:
+        """Send the call ``fn(*args)``; its result comes back with ``tag``.
+
+        Parameters
+        ----------
+        tag : object
+            Returned with the result.
+        args : sequence
+            The call's arguments (futures of shared values included).
+        """
+        from .dask_plugin import run_pinned
+
+        future = self._client.submit(run_pinned, self._fn, tuple(args), pure=False)
+        self._pending[future.key] = (tag, future)
+        self._finished.add(future)
+
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        for future in self._finished:
+            tag, _ = self._pending.pop(future.key)
+            yield tag, future.result()
+
+    def close(self) -> None:
+        """Cancel the calls not finished."""
+        if self._pending:
+            self._client.cancel([f for _, f in self._pending.values()])
+            self._pending.clear()
+
+    def __enter__(self) -> DaskStream:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def _dask_object(value) -> str | None:
