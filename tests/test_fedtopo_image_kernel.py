@@ -128,3 +128,32 @@ def test_compiled_images_are_the_same_on_any_number_of_threads():
         set_persistence_threads(None)
     for a, b in zip(*out, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_compiled_images_check_their_inputs():
+    flat = torch.rand(2, 16)
+    points = (np.array([0, 1]), np.array([[0, 1, 2], [1, 3, 4]]))
+    grids = (np.linspace(0, 1, 3), np.linspace(0, 1, 3), 0.5)
+    with pytest.raises(ValueError, match="unknown weighting"):
+        compiled_images(flat, *points, *grids, weighting="linear")
+    with pytest.raises(ValueError, match="float32 or float64 tensor, got shape .* torch.float16"):
+        compiled_images(flat.half(), *points, *grids)
+    with pytest.raises(ValueError, match="pixels below 16"):
+        compiled_images(flat, points[0], np.array([[0, 1, 2], [1, 3, 16]]), *grids)
+    with pytest.raises(ValueError, match="maps below 2"):
+        compiled_images(flat, np.array([0, 2]), points[1], *grids)
+    with pytest.raises(ValueError, match=r"shapes \(n,\) and \(n, 3\)"):
+        compiled_images(flat, np.array([0]), points[1], *grids)
+
+
+def test_compiled_images_refuse_a_backward_after_the_maps_changed_in_place():
+    """The backward pass reads the maps again: torch's version check guards them."""
+    flat = torch.rand(2, 16, requires_grad=True)
+    maps = flat * 1.0
+    map_index, pairs = batch_pairs(maps.detach().numpy().reshape(2, 4, 4))
+    out = compiled_images(maps, map_index, pairs, np.linspace(0, 1, 3),
+                          np.linspace(0, 1, 3), 0.5)
+    with torch.no_grad():
+        maps.mul_(2.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()

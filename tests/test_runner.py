@@ -176,6 +176,26 @@ def test_a_dask_cluster_gives_the_serial_numbers_and_fills_the_store(tmp_path, m
     pd.testing.assert_frame_equal(again.final, serial.final, check_exact=True)
 
 
+def test_a_dask_pilot_of_two_runs_has_the_other_beside_it(monkeypatch):
+    """A list of two runs has one pilot, so the other run is sent beside it at once,
+    not after it."""
+    distributed = pytest.importorskip("distributed")
+    from topofl_lib.runner.executors import DaskStream
+
+    kw = {"seeds": [0], "methods": ["FedAvg", "FedProx"], "n_rounds": 2, "progress": False,
+          "scenario_params": {"n_clients": 4, "n_adversarial": 1}}
+    sent, submit = [], DaskStream.submit
+    monkeypatch.setattr(DaskStream, "submit", lambda self, tag, args: (
+        sent.append(args[1]) or submit(self, tag, args)))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        res = run_comparison("healthcare", executor=client, **kw)
+    assert [[item[:2] for item in batch] for batch in sent] == [[(0, 0)], [(0, 1)]]
+    pd.testing.assert_frame_equal(res.final, run_comparison("healthcare", **kw).final,
+                                  check_exact=True)
+
+
 def test_local_workers_give_the_serial_numbers(tmp_path, monkeypatch):
     """n_workers=2 (this process and a helper process) and n_workers=1 agree exactly;
     this process computes runs beside the pilots, and the helper computes some too (this

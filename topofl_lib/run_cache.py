@@ -109,7 +109,7 @@ def _keyed_params(estimator) -> dict:
     class names in ``unkeyed_at_default`` while it holds its ``__init__`` default (the
     same rule as a dataclass field's :data:`~topofl_lib.core.containers.UNKEYED_AT_DEFAULT`)."""
     params = estimator.get_params(deep=False)
-    unkeyed = getattr(type(estimator), "unkeyed_at_default", ())
+    unkeyed = getattr(type(estimator), UNKEYED_AT_DEFAULT, ())
     if not unkeyed:
         return params
     defaults = inspect.signature(type(estimator).__init__).parameters

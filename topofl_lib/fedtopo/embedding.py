@@ -49,11 +49,10 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from .._validation import as_float_array, check_choice, check_int, check_real
 from ..topology.cubical import CUBICAL_BACKENDS, batch_pairs, gather_values, resolve_backend
 from ..topology.cubical_torch import pairs_torch
-from .image_kernel import check_on_host, compiled_images
+from .image_kernel import WEIGHTINGS, check_on_host, compiled_images
 
 __all__ = ["TopologicalEmbedding", "persistence_image"]
 
-WEIGHTINGS = ("none", "persistence")
 NORMALIZATIONS = ("mass", "none")
 #: How the persistence images are computed: ``"torch"``, a batched matrix product on the
 #: activations' device (:func:`persistence_image`); ``"numba"``, one compiled call forward

@@ -38,9 +38,13 @@ import math
 import numba
 import numpy as np
 
+from .._validation import check_choice
 from ..topology.cubical_unionfind import over_map_runs
 
-__all__ = ["check_on_host", "compiled_images"]
+__all__ = ["WEIGHTINGS", "check_on_host", "compiled_images"]
+
+#: The persistence images' point weights: none (Eq. 2 as printed) or ``p / max p``.
+WEIGHTINGS = ("none", "persistence")
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -121,6 +125,7 @@ def _by_maps(kernel, args: tuple, arrays: tuple, n_maps: int) -> None:
 def _function():
     """The autograd Function (made on first use: torch is imported lazily)."""
     import torch
+    from torch.autograd.function import once_differentiable
 
     class CompiledImages(torch.autograd.Function):
         @staticmethod
@@ -131,19 +136,23 @@ def _function():
             out = np.zeros((n_maps, R * R), values.dtype)
             kb = np.empty((n_points, R), values.dtype)
             ep = np.empty((n_points, R), values.dtype)
-            args = (values, map_index, birth_px, death_px, grid_b, grid_p, inv, weighted,
-                    scale)
-            _by_maps(_forward, args, (out, kb, ep), n_maps)
+            args = (map_index, birth_px, death_px, grid_b, grid_p, inv, weighted, scale)
+            _by_maps(_forward, (values, *args), (out, kb, ep), n_maps)
+            # the maps are read again by the backward pass: saved, so that torch refuses
+            # a backward after they were changed in place
+            ctx.save_for_backward(flat)
             ctx.kernel_args = (*args, kb, ep)
             return torch.from_numpy(out)
 
         @staticmethod
+        @once_differentiable
         def backward(ctx, grad_images):
-            values = ctx.kernel_args[0]
+            (flat,) = ctx.saved_tensors
+            values = flat.detach().numpy()
             grad = np.zeros_like(values)
             *args, kb, ep = ctx.kernel_args
             g = np.ascontiguousarray(grad_images.numpy(), dtype=values.dtype)
-            _by_maps(_backward, args, (g, grad, kb, ep), values.shape[0])
+            _by_maps(_backward, (values, *args), (g, grad, kb, ep), values.shape[0])
             return (torch.from_numpy(grad),) + (None,) * 9
 
     return CompiledImages
@@ -175,9 +184,12 @@ def compiled_images(flat_maps, map_index: np.ndarray, pairs: np.ndarray, grid_b:
         The maps the pairs were computed on (may require grad).
     map_index, pairs : ndarray of int64
         :func:`~topofl_lib.topology.cubical.batch_pairs` of those maps.
-    grid_b, grid_p, sigma, weighting, pers_scale
-        As ``birth_grid``, ``pers_grid``, ... of
-        :func:`~topofl_lib.fedtopo.embedding.persistence_image` (arrays here).
+    grid_b, grid_p : ndarray (R,)
+        Pixel centres along each axis.
+    sigma : float
+    weighting : {"none", "persistence"}
+    pers_scale : float
+        As in :func:`~topofl_lib.fedtopo.embedding.persistence_image`.
 
     Returns
     -------
@@ -186,13 +198,33 @@ def compiled_images(flat_maps, map_index: np.ndarray, pairs: np.ndarray, grid_b:
         layout.
     """
     check_on_host(flat_maps)
+    check_choice(weighting, "weighting", WEIGHTINGS)
+    dtype = np.dtype(str(flat_maps.dtype).removeprefix("torch."))
+    if flat_maps.ndim != 2 or dtype not in (np.float32, np.float64):
+        raise ValueError("flat_maps must be a 2-D float32 or float64 tensor, got shape "
+                         f"{tuple(flat_maps.shape)} and {flat_maps.dtype}")
+    map_index, pairs = _checked_points(map_index, pairs, *flat_maps.shape)
     if not _FUNCTION:
         _FUNCTION.append(_function())
-    dtype = np.dtype(str(flat_maps.dtype).removeprefix("torch."))
-    pairs = np.asarray(pairs, dtype=np.int64)
     return _FUNCTION[0].apply(
-        flat_maps, np.asarray(map_index, dtype=np.int64), np.ascontiguousarray(pairs[:, 1]),
+        flat_maps, map_index, np.ascontiguousarray(pairs[:, 1]),
         np.ascontiguousarray(pairs[:, 2]), flat_maps.shape[0],
         np.asarray(grid_b, dtype=dtype), np.asarray(grid_p, dtype=dtype),
         dtype.type(1.0 / (2.0 * sigma**2)), weighting == "persistence",
         dtype.type(pers_scale))
+
+
+def _checked_points(map_index, pairs, n_maps: int, n_pixels: int
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """``map_index`` and ``pairs`` as int64 arrays, checked to name maps and pixels of the
+    ``(n_maps, n_pixels)`` maps (the kernels do not check their indices)."""
+    map_index = np.asarray(map_index, dtype=np.int64)
+    pairs = np.asarray(pairs, dtype=np.int64)
+    if map_index.ndim != 1 or pairs.shape != (map_index.size, 3):
+        raise ValueError("map_index and pairs must have shapes (n,) and (n, 3), got "
+                         f"{map_index.shape} and {pairs.shape}")
+    if map_index.size and (map_index.min() < 0 or map_index.max() >= n_maps
+                           or pairs[:, 1:].min() < 0 or pairs[:, 1:].max() >= n_pixels):
+        raise ValueError(f"map_index and pairs must name maps below {n_maps} and pixels "
+                         f"below {n_pixels}")
+    return map_index, pairs

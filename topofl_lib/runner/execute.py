@@ -130,7 +130,7 @@ def execute(plan: Plan, spec: RunSpec, executor: Executor,
                 for item in rest:
                     yield _timed_here(spec, item)[0]
             else:
-                yield from _parallel(spec, rest, executor, schedule)
+                yield from _parallel(executor.share(spec), rest, executor, schedule)
     finally:
         forget_scenarios()
 
@@ -168,17 +168,15 @@ def _on_cluster(spec: RunSpec, todo: list, executor: Executor, schedule_out: lis
         if wanted:
             send([rest.pop(0)], pilot=True)
             started = 1
-            for _ in range(min(executor.n_workers - 1, len(rest) - 1)):
-                send([rest.pop()])  # company, from the end
+            for _ in range(min(executor.n_workers - 1, len(rest) - int(wanted > 1))):
+                send([rest.pop()])  # company, from the end (the front: the next pilot)
         else:
             schedule_rest()
         decided, n_pilots = not wanted, 0
         for (batch, t0), records in stream:
-            for (seed, i, _), record in zip(batch, records, strict=True):
-                yield seed, i, record
-            if decided:
-                continue
-            if t0 is not None:  # a pilot ended: the next one, or the schedule
+            # what comes next is sent before the records are handed on: the caller's
+            # time with them is neither a pilot's nor a worker's idle time
+            if not decided and t0 is not None:  # a pilot ended: the next one, or the rest
                 n_pilots, seconds = n_pilots + 1, time.perf_counter() - t0
                 if n_pilots < wanted and seconds < LONG_RUN_SECONDS and rest:
                     send([rest.pop(0)], pilot=True)
@@ -186,8 +184,10 @@ def _on_cluster(spec: RunSpec, todo: list, executor: Executor, schedule_out: lis
                 else:
                     schedule_rest()
                     decided = True
-            elif len(rest) > (1 if started < wanted else 0):  # keep this worker busy
+            elif not decided and len(rest) > int(started < wanted):  # keep this worker busy
                 send([rest.pop()])
+            for (seed, i, _), record in zip(batch, records, strict=True):
+                yield seed, i, record
 
 
 def _shares_the_work(executor: Executor, spec: RunSpec) -> bool:

@@ -478,7 +478,7 @@ class DaskStream:
 
         self._client, self._fn = client, fn
         self._pending: dict = {}
-        self._finished = as_completed()
+        self._finished = as_completed(loop=client.loop)  # this client's, not the default
 
     def submit(self, tag, args: Sequence) -> None:
         """Send the call ``fn(*args)``; its result comes back with ``tag``.
@@ -498,8 +498,9 @@ class DaskStream:
 
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
         for future in self._finished:
-            tag, _ = self._pending.pop(future.key)
-            yield tag, future.result()
+            if future.key in self._pending:  # not cancelled by close()
+                tag, _ = self._pending.pop(future.key)
+                yield tag, future.result()
 
     def close(self) -> None:
         """Cancel the calls not finished."""
