@@ -144,6 +144,8 @@ def test_compiled_images_check_their_inputs():
         compiled_images(flat, np.array([0, 2]), points[1], *grids)
     with pytest.raises(ValueError, match=r"shapes \(n,\) and \(n, 3\)"):
         compiled_images(flat, np.array([0]), points[1], *grids)
+    with pytest.raises(ValueError, match="grouped by map"):
+        compiled_images(flat, np.array([1, 0]), points[1], *grids)
 
 
 def test_compiled_images_refuse_a_backward_after_the_maps_changed_in_place():

@@ -103,23 +103,19 @@ def _by_maps(kernel, args: tuple, arrays: tuple, n_maps: int) -> None:
     """``kernel(*args, *arrays)`` over the maps split into runs, one a thread
     (:func:`~topofl_lib.topology.cubical_unionfind.over_map_runs`): each run gets the
     slices of the point arrays (``args[1:4]``; points grouped by map, as
-    :func:`~topofl_lib.topology.cubical.batch_pairs` returns them) and of ``kb`` and
+    :func:`~topofl_lib.topology.cubical.batch_pairs` returns them and
+    :func:`_checked_points` checks) and of ``kb`` and
     ``ep`` (the last two of ``arrays``) for its maps' points, and writes only its maps'
     rows of the images or of their gradient, so no two threads touch the same value."""
     values, map_index, birth_px, death_px, *rest = args
     *whole, kb, ep = arrays
-    grouped = map_index.size < 2 or bool((map_index[1:] >= map_index[:-1]).all())
 
     def run(a, b):
-        lo, hi = ((0, map_index.size) if not grouped
-                  else np.searchsorted(map_index, (a, b)))
+        lo, hi = np.searchsorted(map_index, (a, b))
         kernel(values, map_index[lo:hi], birth_px[lo:hi], death_px[lo:hi], *rest, *whole,
                kb[lo:hi], ep[lo:hi])
 
-    if grouped:
-        over_map_runs(run, n_maps)
-    else:
-        run(0, n_maps)
+    over_map_runs(run, n_maps)
 
 
 def _function():
@@ -223,6 +219,9 @@ def _checked_points(map_index, pairs, n_maps: int, n_pixels: int
     if map_index.ndim != 1 or pairs.shape != (map_index.size, 3):
         raise ValueError("map_index and pairs must have shapes (n,) and (n, 3), got "
                          f"{map_index.shape} and {pairs.shape}")
+    if map_index.size > 1 and (map_index[1:] < map_index[:-1]).any():
+        raise ValueError("map_index must be grouped by map (non-decreasing), as "
+                         "batch_pairs returns it")
     if map_index.size and (map_index.min() < 0 or map_index.max() >= n_maps
                            or pairs[:, 1:].min() < 0 or pairs[:, 1:].max() >= n_pixels):
         raise ValueError(f"map_index and pairs must name maps below {n_maps} and pixels "

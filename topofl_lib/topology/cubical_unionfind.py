@@ -45,7 +45,7 @@ from contextlib import contextmanager
 import numba
 import numpy as np
 
-__all__ = ["map_runs", "over_map_runs", "pairs_batch", "persistence_threads",
+__all__ = ["over_map_runs", "pairs_batch", "persistence_threads",
            "persistence_threads_limited", "pixel_order", "set_persistence_threads", "sorted_keys"]
 
 @numba.njit(cache=True, nogil=True)
@@ -325,35 +325,20 @@ def pairs_batch(maps: np.ndarray, dims=(0, 1), keys: np.ndarray | None = None,
     flat = np.ascontiguousarray(maps.reshape(n, H * W))
     want = np.array([0 in dims, 1 in dims], dtype=np.bool_)
 
-    def run(a, b):  # each thread sorts its own maps' pixels too
-        return _chunk_pairs(flat[a:b], None if keys is None else keys[a:b], H, W, want)
+    def run(a, b):  # each thread sorts its own maps' pixels too, and numbers its maps
+        out_map, out_pairs = _chunk_pairs(flat[a:b], None if keys is None else keys[a:b],
+                                          H, W, want)
+        return out_map + a, out_pairs
 
     parts = over_map_runs(run, n, n_threads)
-    if len(parts) == 1:
-        return parts[0][0].copy(), parts[0][1].copy()
-    bounds = map_runs(n, len(parts))
-    out_map = np.concatenate([m + a for a, (m, _) in zip(bounds[:-1], parts, strict=True)])
-    return out_map, np.concatenate([p for _, p in parts])
-
-
-def map_runs(n_maps: int, n_runs: int) -> np.ndarray:
-    """The bounds of ``n_runs`` contiguous runs of ``n_maps`` maps, as equal as can be:
-    run ``r`` is maps ``bounds[r]`` to ``bounds[r + 1]``.
-
-    Parameters
-    ----------
-    n_maps, n_runs : int
-
-    Returns
-    -------
-    ndarray of int64, shape (n_runs + 1,)
-    """
-    return np.linspace(0, n_maps, n_runs + 1).astype(np.int64)
+    if len(parts) == 1:  # a copy, not a view of the kernel's n * H * W rows
+        return parts[0][0], parts[0][1].copy()
+    return np.concatenate([m for m, _ in parts]), np.concatenate([p for _, p in parts])
 
 
 def over_map_runs(fn, n_maps: int, n_threads: int | None = None) -> list:
     """``fn(a, b)`` for contiguous runs of maps ``[a, b)`` covering ``n_maps``, one run a
-    thread (:func:`map_runs`), in order; the calling thread computes the first run while
+    thread (as equal as can be), in order; the calling thread computes the first run while
     ``n_threads - 1`` pool threads compute the others (so no more threads than cores are
     awake, and the caller does not wait for a pool thread to start its share). ``fn``
     should release the GIL (a ``nogil`` compiled kernel) and touch only its maps' rows.
@@ -374,7 +359,7 @@ def over_map_runs(fn, n_maps: int, n_threads: int | None = None) -> list:
     threads = min(persistence_threads() if n_threads is None else n_threads, max(n_maps, 1))
     if threads <= 1:
         return [fn(0, n_maps)]
-    bounds = map_runs(n_maps, threads)
+    bounds = np.linspace(0, n_maps, threads + 1).astype(np.int64)
     others = [_pool(threads - 1).submit(fn, a, b) for a, b in zip(bounds[1:-1], bounds[2:],
                                                                    strict=True)]
     return [fn(0, int(bounds[1]))] + [f.result() for f in others]
