@@ -19,7 +19,6 @@ code runs them full-batch (``batch_size=None``).
 from __future__ import annotations
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
 
 __all__ = ["SOLVERS", "LocalOptima", "fit_logistic"]
 
@@ -47,6 +46,10 @@ def fit_logistic(X: np.ndarray, y: np.ndarray, C: float, max_iter: int = 1000) -
         Weights, then bias: the parameter vector of
         :class:`~topofl_lib.federated.local.LogisticLearner`.
     """
+    # imported here: a Flower ClientApp imports this module through its settings, and
+    # scikit-learn's import is most of an interpreter's start there
+    from sklearn.linear_model import LogisticRegression
+
     model = LogisticRegression(C=C, max_iter=max_iter).fit(X, y)
     return np.r_[model.coef_.ravel(), model.intercept_]
 
