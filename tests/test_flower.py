@@ -2,7 +2,7 @@
 replies, the command line, lean ClientApp imports, the fast-waits adapter's version gate,
 and real federations on 127.0.0.1: parity with the in-process engine, who may join (TLS,
 registered SuperNode keys), and faults with many SuperNodes (two killed, one restarted,
-malformed replies; 32 with the adapter, 12 on Flower's own executor). The federations
+malformed replies; 6 with the adapter, 4 on Flower's own executor). The federations
 run on an unpatched Flower and, where it matters for speed (parity, faults), also with
 the opt-in adapter (``fast_waits=True``).
 
@@ -843,9 +843,17 @@ def _executors(fed) -> list[str]:
 
 @needs_flower
 @pytest.mark.federation
-@pytest.mark.parametrize("method", ["pTopoFL", "FedProx"])
+@pytest.mark.parametrize(("secure_federation", "method"),
+                         [(False, "pTopoFL"), (True, "pTopoFL"), (True, "FedProx")],
+                         ids=["unpatched-pTopoFL", "fast-waits-pTopoFL", "fast-waits-FedProx"],
+                         indirect=["secure_federation"])
 def test_flower_run_matches_in_process_engine(healthcare_files, secure_federation, method):
-    """Same seed, same data: the final per-client AUCs agree to 1e-9."""
+    """Same seed, same data: the final per-client AUCs agree to 1e-9. pTopoFL under both
+    executors (Flower's, one ``flwr-clientapp`` interpreter per message, and the
+    adapter's); FedProx under the adapter's only: what is FedProx's own (its local step,
+    the plain average) does not depend on the executor, whose round trip pTopoFL's run
+    checks, and on Flower's executor its round cost some 12 interpreters (36 s of CPU in
+    the parallel suite)."""
     from topofl_lib.flower import in_process_reference
 
     sc, _ = healthcare_files
@@ -1047,44 +1055,46 @@ def test_stop_after_a_run_that_timed_out_ends_every_process(healthcare_files, tm
 @needs_flower
 @pytest.mark.federation
 @pytest.mark.parametrize(("fast_waits", "n_nodes", "faulty", "killed", "kill_b_after"),
-                         [(False, 6, (1, 2, 3), (4, 5), 1),
-                          (True, 6, (1, 3, 5), (2, 4), 3)],
-                         ids=["unpatched-6", "fast-waits-6"])
+                         [(False, 4, ((1, "nan", 2), (0, "length", 3)), (2, 3), 1),
+                          (True, 6, ((1, "nan", 2), (3, "length", 3), (5, "descriptor", 4)),
+                           (2, 4), 3)],
+                         ids=["unpatched-4", "fast-waits-6"])
 def test_faults_with_many_supernodes(tmp_path, fast_waits, n_nodes, faulty, killed,
                                      kill_b_after):
-    """Two SuperNodes killed, one restarted; three send malformed replies. Every round
+    """Two SuperNodes killed, one restarted; others send malformed replies. Every round
     completes with the valid replies, the malformed ones are rejected and logged with the
     node's id, and the restarted node is back (once the SuperLink takes the killed one
     for offline: two heartbeats, 60 s on an unpatched Flower, 20 s with the adapter).
-    Five rounds: the malformed replies in rounds 2-4, node a killed after round 1 and
-    restarted after round 3, node b killed after round ``kill_b_after``; round 5 has a
-    back and b missing. With the adapter b is killed after round 3, so the two kills fall
-    in different rounds; on an unpatched Flower both are killed after round 1, so one
-    60-s wait detects both (each kill of its own cost a minute that Flower does not let
-    us shorten; what is checked, each round against the nodes' states, is the same).
+    Five rounds: ``faulty`` lists (node, kind, round) of the malformed replies (rounds
+    2-4), node a is killed after round 1 and restarted after round 3, node b killed after
+    round ``kill_b_after``; round 5 has a back and b missing. With the adapter b is
+    killed after round 3, so the two kills fall in different rounds; on an unpatched
+    Flower both are killed after round 1, so one 60-s wait detects both (each kill of its
+    own cost a minute that Flower does not let us shorten; what is checked, each round
+    against the nodes' states, is the same).
 
     Sizes. On an unpatched Flower each node starts a new ``flwr-clientapp`` interpreter
-    per message (about 2 s of imports), all at once on this machine's 2 cores: 32 nodes
-    took 14 min there and 12 nodes 5 min, so the unpatched run has 6 (three malformed,
-    two killed, one healthy throughout: what is checked, each round against the nodes'
-    states, does not depend on how many there are), with Flower's SuperExec asking for
+    per message (1.5 s of CPU on a quiet machine, 3 s in the parallel suite, most of it
+    Flower's own imports), all at once on this machine's 2 cores: 32 nodes took 14 min
+    there and 12 nodes 5 min. So the unpatched run has 4 nodes (two killed, two sending
+    one malformed reply each, of two kinds: what is checked, each round against the
+    nodes' states, does not depend on how many there are; the rejection of each kind is
+    the ServerApp's, the same under either executor), with Flower's SuperExec asking for
     tasks every ``TASK_POLL`` s. It still waits Flower's two 30-s heartbeats for the
     killed nodes, so it is the one test of the suite that takes longer than a minute:
     Flower 1.42 hard-codes the interval, and no flag or variable sets it.
-    With the adapter 6 nodes run too, with other ids faulty and killed (32 took 3 min,
-    rounds of 12-18 s, each client computing its descriptor, 32 at once on 2 cores; 12
-    took 67-81 s and 8 took 64-75 s in the parallel suite, two 20-s waits of it);
-    the round timeout is far above a
-    round (a 15 s timeout made healthy nodes miss round 3 in CI): a round with a killed
-    node still ends early, as soon as the SuperLink takes the node for offline and
-    answers its message with an error."""
+    With the adapter 6 nodes run (three malformed replies, one of each kind; two killed;
+    one healthy throughout; 32 took 3 min, rounds of 12-18 s, each client computing its
+    descriptor, 32 at once on 2 cores; 12 took 67-81 s and 8 took 64-75 s in the
+    parallel suite, two 20-s waits of it); the round timeout is far above a round (a 15
+    s timeout made healthy nodes miss round 3 in CI): a round with a killed node still
+    ends early, as soon as the SuperLink takes the node for offline and answers its
+    message with an error."""
     from topofl_lib.flower import LocalFederation, write_partitions
 
     sc = tf.make_healthcare(n_clients=n_nodes, n_adversarial=n_nodes // 4, random_state=0)
     paths = write_partitions(sc, tmp_path / "clients")
-    faults = {k: {"fault": fault, "fault-round": r}
-              for k, fault, r in zip(faulty, ("nan", "length", "descriptor"), (2, 3, 4),
-                                     strict=True)}
+    faults = {k: {"fault": fault, "fault-round": r} for k, fault, r in faulty}
     rounds, (killed_a, killed_b) = 5, killed
     round_timeout, patience = (120.0, 600.0) if fast_waits else (600.0, 1800.0)
     with LocalFederation(paths, tmp_path, node_config=faults, fast_waits=fast_waits,

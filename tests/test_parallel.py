@@ -85,7 +85,7 @@ def test_conftest_groups_notebook_cells_federations_and_shared_fixtures(groups):
                    if "test_faults_with_many_supernodes" in n
                    or "test_flower_run_matches_in_process_engine" in n
                    or "test_insecure_federation_still_runs" in n}
-    assert len(federations) == 7 and set(federations.values()) == {"federations"}
+    assert len(federations) == 6 and set(federations.values()) == {"federations"}
     assert {g for n, g in groups.items() if n.startswith("tests/test_docs_site.py::")
             and "test_the_site_has_its_pages" in n} == {"fixture:test_docs_site.py:crawl"}
     # the 10 starts and the plain unit tests stay free, to spread over the workers

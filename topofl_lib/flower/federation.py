@@ -308,8 +308,8 @@ class LocalFederation:
         """Start the SuperLink and every SuperNode; wait until every node is connected."""
         try:
             log = open(self.workdir / "zygote.log", "ab")
-            try:  # imports Flower and the ClientApp while the SuperLink starts
-                self._zygote = _Zygote(self.env, self.workdir, log)
+            try:  # imports Flower (and the adapter's ClientApp) while the SuperLink starts
+                self._zygote = _Zygote(self.env, self.workdir, log, self.fast_waits)
             finally:
                 log.close()
             self._start_superlink(wait)
@@ -663,9 +663,10 @@ class NodeProcess:
 class _Zygote:
     """The process that forks the federation's SuperNodes (see :class:`NodeProcess`)."""
 
-    def __init__(self, env: dict, cwd: Path, log):
+    def __init__(self, env: dict, cwd: Path, log, fast_waits: bool):
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "topofl_lib.flower.node", "--zygote"], env=env, cwd=cwd,
+            [sys.executable, "-m", "topofl_lib.flower.node", "--zygote",
+             *(["--fast-waits"] if fast_waits else [])], env=env, cwd=cwd,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
             start_new_session=True)
         self.log = Path(log.name)

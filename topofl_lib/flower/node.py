@@ -205,8 +205,14 @@ def _node_child(request: dict) -> None:
     main(request["argv"])
 
 
-def serve() -> None:
+def serve(preload: bool = True) -> None:
     """The zygote (``--zygote``): start nodes on request, already holding the imports.
+
+    With ``preload`` (``--zygote --fast-waits``) it also imports what the adapter's
+    executor and its tasks run (:func:`~topofl_lib.flower.fast_waits.preload`); without,
+    only the two entry points: the nodes of a federation without the adapter run
+    Flower's SuperExec, whose ``flwr-clientapp`` interpreters import the ClientApp
+    themselves (the preload was 1.2 s of CPU per federation for nothing).
 
     Each line on stdin is a JSON object: ``{"argv": [...], "log": path, "env": {...},
     "cwd": path}`` forks a node (a new session; :func:`main` with ``argv``) and answers
@@ -218,7 +224,8 @@ def serve() -> None:
     from . import fast_waits
 
     _entry_points()
-    fast_waits.preload()  # what its executor runs; nothing on another flwr version
+    if preload:
+        fast_waits.preload()  # what its executor runs; nothing on another flwr version
     if threading.active_count() != 1:  # forking with threads would copy held locks
         raise RuntimeError("the zygote must not run threads before forking")
     # The imports never become garbage: keep the collector off them in every node (a
@@ -247,7 +254,7 @@ def serve() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--zygote"]:
-        serve()
+    if sys.argv[1:2] == ["--zygote"] and sys.argv[2:] in ([], ["--fast-waits"]):
+        serve(preload=sys.argv[2:] == ["--fast-waits"])
     else:
         main()
