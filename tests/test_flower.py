@@ -792,6 +792,27 @@ def test_client_app_imports_only_what_it_needs(app):
     assert out.stdout.strip() == "[]"
 
 
+@needs_flower
+@pytest.mark.parametrize("preload", [False, True])
+def test_zygote_preloads_the_clientapp_only_for_the_adapter(preload):
+    """The zygote of a federation without the adapter imports Flower's entry points only:
+    its nodes run Flower's SuperExec, whose interpreters import the ClientApp themselves
+    (the preload was 1.2 s of CPU per federation for nothing). With the adapter it
+    imports the ClientApp and ripser before it forks (on the verified flwr only)."""
+    from topofl_lib.flower.fast_waits import VERIFIED_FLWR, installed_flwr
+
+    code = ("import io, sys; from topofl_lib.flower import node; sys.stdin = io.StringIO(''); "
+            f"node.serve(preload={preload}); "
+            "print(sorted(m for m in ('topofl_lib.flower.client_app', 'ripser', 'sklearn') "
+            "if m in sys.modules))")
+    root = str(Path(tf.__file__).resolve().parents[1])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": root})
+    loaded = preload and installed_flwr() == VERIFIED_FLWR
+    expected = ["ripser", "sklearn", "topofl_lib.flower.client_app"] if loaded else []
+    assert out.stdout.strip() == str(expected)
+
+
 # -- real federations ---------------------------------------------------------------------
 #: Clients (SuperNodes) of the shared federation. Four, not the scenario's eight: what the
 #: tests below check (parity to 1e-9, who may join) does not depend on how many nodes
