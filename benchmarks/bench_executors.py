@@ -28,12 +28,23 @@ local timings down); its start-up is printed separately. Printed per executor:
   with the runner's serial schedule ``workers`` is 1;
 * the schedule the runner chose (``result.schedule``: mode, batch size, reason).
 
+The serial call is timed twice, first and last (the last in a fresh process, with this
+process's environment as it started: a Dask client leaves threads in this one, and Dask's
+``LocalCluster`` writes its workers' variables into its environment), and the speed-ups
+are against the mean of the two:
+this machine's speed drifts between minutes (two runs of this script minutes apart gave
+1.28x and 1.73x on Dask, each against a serial timing minutes before the Dask one).
+Both serial timings are printed.
+
 Every executor must give the same ``final`` table as the serial run (asserted).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 import time
 
 import pandas as pd
@@ -91,6 +102,20 @@ def start_dask(n_workers: int = 2):
     return cluster, client, time.perf_counter() - t0
 
 
+#: This process's environment as it started: creating a ``LocalCluster`` writes Dask's
+#: worker variables into it (``MALLOC_TRIM_THRESHOLD_`` among them, which made the
+#: serial call 2.6 times as slow in a process started afterwards: 208-222 s against 79 s)
+ENVIRONMENT = dict(os.environ)
+
+
+def serial_in_fresh_process(name: str) -> float:
+    """Seconds of the serial call of workload ``name`` in a new interpreter, started with
+    this process's environment as it was before Dask wrote to it."""
+    done = subprocess.run([sys.executable, __file__, "--serial-only", name], check=True,
+                          capture_output=True, text=True, env=ENVIRONMENT)
+    return float(done.stdout.split()[-1])
+
+
 def _row(label: str, workers: int, wall: float, result, serial: float, n_runs: int) -> dict:
     schedule = result.schedule
     used = workers if schedule.mode == "parallel" else 1
@@ -114,34 +139,46 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS),
                         default=list(WORKLOADS))
+    parser.add_argument("--serial-only", choices=list(WORKLOADS),
+                        help="print the serial call's seconds of this workload, and nothing else")
     args = parser.parse_args(argv)
+    if args.serial_only:
+        print(timed(WORKLOADS[args.serial_only](), 1)[0])
+        return
     print("overhead s/run = (wall x workers used - serial wall) / runs: worker-seconds per "
           "run beyond the serial work (workers used: 1 when the runner stayed serial)")
     loads = {name: WORKLOADS[name]() for name in args.workloads}
-    done = {}
+    timings = {}  # name -> {label: (workers, wall, result)}
     # every local timing first: a Dask client leaves threads in this process that slow
     # the later local timings down
     for name, workload in loads.items():
-        n_runs = len(workload["seeds"]) * len(workload["variants"])
         serial, reference = timed(workload, 1)
         local, result = timed(workload, 2)
         pd.testing.assert_frame_equal(result.final, reference.final, check_exact=True)
-        done[name] = (n_runs, serial, reference,
-                      [_row("1 worker", 1, serial, reference, serial, n_runs),
-                       _row("2 local workers", 2, local, result, serial, n_runs)])
+        timings[name] = {"1 worker": (1, serial, reference), "2 local workers": (2, local, result)}
     cluster, client, startup = start_dask(2)
     print(f"Dask LocalCluster (2 worker processes, 1 thread each) started in {startup:.2f} s "
           "(not in the timings)")
     try:
         for name, workload in loads.items():
-            n_runs, serial, reference, rows = done[name]
             wall, result = timed(workload, client)
+            reference = timings[name]["1 worker"][2]
             pd.testing.assert_frame_equal(result.final, reference.final, check_exact=True)
-            rows.append(_row("Dask, 2 workers", 2, wall, result, serial, n_runs))
-            _print(name, rows, serial, n_runs)
+            timings[name]["Dask, 2 workers"] = (2, wall, result)
     finally:
         client.close()
         cluster.close()
+    for name, workload in loads.items():
+        n_runs = len(workload["seeds"]) * len(workload["variants"])
+        first, reference = timings[name]["1 worker"][1:]
+        last = serial_in_fresh_process(name)
+        serial = (first + last) / 2
+        timings[name]["1 worker"] = (1, serial, reference)
+        rows = [_row(label, workers, wall, result, serial, n_runs)
+                for label, (workers, wall, result) in timings[name].items()]
+        print(f"\n{name}: the serial call took {first:.1f} s first and {last:.1f} s last "
+              "(in a fresh process); speed-ups against their mean")
+        _print(name, rows, serial, n_runs)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Iterator
 
 from ..core.device import pin_device
+from .malloc import restore_malloc
 from .tasks import RunSpec, run_batch
 from .threads import one_thread_each
 
@@ -32,9 +33,10 @@ _SPEC: list = []  # in a helper process: the spec it was started with
 
 
 def _start_helper(spec: RunSpec, device: str) -> None:
-    """A helper process's set-up: one torch and one persistence thread, its device, the
-    comparison's spec."""
+    """A helper process's set-up: one torch and one persistence thread, glibc's
+    allocator as without Dask's environment, its device, the comparison's spec."""
     one_thread_each()
+    restore_malloc()
     pin_device(device)
     _SPEC[:] = [spec]
 
