@@ -283,21 +283,27 @@ def test_restore_malloc_only_where_dask_set_the_trim_threshold(variable, expecte
 def test_every_worker_set_up_restores_malloc(monkeypatch):
     """Creating a Dask ``LocalCluster`` writes MALLOC_TRIM_THRESHOLD_ into its process's
     environment, so local worker processes started afterwards inherit it (a serial deep
-    workload took 2.6 times as long in such a process): the local pool's and the
-    helpers' set-ups restore glibc's thresholds, as Dask's plugin does."""
-    from topofl_lib.runner import executors, helpers
+    workload took 2.6 times as long in such a process): the local pool's, the helpers'
+    and Dask's set-ups all run the one worker set-up, which restores glibc's thresholds
+    besides the threads and the device."""
+    from topofl_lib.runner import dask_plugin, executors, helpers, worker
 
     calls = []
-    for module in (executors, helpers):
-        monkeypatch.setattr(module, "restore_malloc", lambda m=module: calls.append(m))
-        monkeypatch.setattr(module, "one_thread_each", lambda: None)
-        monkeypatch.setattr(module, "pin_device", lambda device: None)
+    monkeypatch.setattr(worker, "one_thread_each", lambda: calls.append("threads"))
+    monkeypatch.setattr(worker, "restore_malloc", lambda: calls.append("malloc"))
+    monkeypatch.setattr(worker, "pin_device", lambda device: calls.append(device))
     monkeypatch.setattr(executors, "_READY", [])
-    book = type("Book", (), {"token": "t", "take": lambda self: "cpu"})()
+    book = type("Book", (), {"token": "t", "take": lambda self: "cuda:1"})()
     assert executors._in_worker(3, lambda x: x + 1, (1,), book) == (3, 2)
     monkeypatch.setattr(helpers, "_SPEC", [])
     helpers._start_helper("spec", "cpu")
-    assert calls == [executors, helpers]
+    monkeypatch.delenv(dask_plugin.DEVICE_VARIABLE, raising=False)
+    address = "tcp://127.0.0.1:1"
+    dask_worker = type("W", (), {"address": address})()
+    dask_plugin.DevicePinning({address: "cuda:0"}).setup(dask_worker)
+    assert calls == ["threads", "malloc", "cuda:1", "threads", "malloc", "cpu",
+                     "threads", "malloc", "cuda:0"]
+    assert helpers._SPEC == ["spec"]
 
 
 def test_make_executor_takes_a_dask_cluster_or_address(dask_client):

@@ -1,8 +1,8 @@
 """What :class:`topofl_lib.runner.executors.DaskExecutor` installs on Dask workers.
 
 * :class:`DevicePinning`, a ``distributed.WorkerPlugin``: when a worker starts (or the
-  plugin is registered), one torch thread and one device for that worker process, and
-  glibc's allocator given back its room (:func:`restore_malloc`);
+  plugin is registered), the runner's worker set-up
+  (:func:`~topofl_lib.runner.worker.set_up_worker`) with that worker's device;
 * :func:`run_pinned`, the task every call is wrapped in: one torch thread and the
   pinned CUDA device in the worker thread that runs it (both are per thread in torch:
   OpenMP's thread count and CUDA's current device), then the call.
@@ -21,16 +21,13 @@ from typing import Any
 from distributed import WorkerPlugin
 
 from ..core.device import device_kind, pin_device, pinned_device
-from .malloc import restore_malloc
-from .threads import one_thread_each
+from .worker import set_up_worker
 
-__all__ = ["DEVICE_VARIABLE", "DevicePinning", "restore_malloc", "run_pinned"]
+__all__ = ["DEVICE_VARIABLE", "DevicePinning", "run_pinned"]
 
 #: The environment variable that pins a Dask worker to a device, e.g.
 #: ``CUDA_VISIBLE_DEVICES=1 TOPOFL_DEVICE=cuda:0 dask worker tcp://...``.
 DEVICE_VARIABLE = "TOPOFL_DEVICE"
-
-
 
 
 class DevicePinning(WorkerPlugin):
@@ -73,9 +70,7 @@ class DevicePinning(WorkerPlugin):
         worker : distributed.Worker
             The worker.
         """
-        one_thread_each()
-        restore_malloc()
-        pin_device(self.device_for(worker.address))
+        set_up_worker(self.device_for(worker.address))
 
 
 def run_pinned(fn: Callable, args: Sequence) -> Any:

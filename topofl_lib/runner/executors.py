@@ -42,8 +42,7 @@ from typing import Any, ClassVar
 from .._validation import check_int
 from ..core.device import check_device, pin_device, pinned_device
 from ..core.optional import require
-from .malloc import restore_malloc
-from .threads import one_thread_each
+from .worker import set_up_worker
 
 __all__ = ["DASK_SCHEMES", "DaskExecutor", "DaskStream", "Executor", "ProcessExecutor",
            "SerialExecutor", "make_executor"]
@@ -179,13 +178,10 @@ _READY: list = []  # in a worker process: the token of the book it was set up by
 def _in_worker(i: int, fn: Callable, args: Sequence, book) -> tuple[int, Any]:
     """Call ``i`` in a worker process of :class:`ProcessExecutor`, ``(i, fn(*args))`` (joblib
     yields results only), the process set up on its first call for this executor (loky
-    reuses a worker across executors): one torch and one persistence thread, glibc's
-    allocator as without Dask's environment (:func:`~topofl_lib.runner.malloc.
-    restore_malloc`), and the device ``book`` hands it."""
+    reuses a worker across executors) by :func:`~topofl_lib.runner.worker.set_up_worker`
+    with the device ``book`` hands it."""
     if _READY != [book.token]:
-        one_thread_each()
-        restore_malloc()
-        pin_device(book.take())
+        set_up_worker(book.take())
         _READY[:] = [book.token]
     return i, fn(*args)
 

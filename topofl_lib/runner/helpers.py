@@ -22,10 +22,8 @@ import threading
 from collections import deque
 from collections.abc import Iterator
 
-from ..core.device import pin_device
-from .malloc import restore_malloc
 from .tasks import RunSpec, run_batch
-from .threads import one_thread_each
+from .worker import set_up_worker
 
 __all__ = ["Helpers"]
 
@@ -33,11 +31,9 @@ _SPEC: list = []  # in a helper process: the spec it was started with
 
 
 def _start_helper(spec: RunSpec, device: str) -> None:
-    """A helper process's set-up: one torch and one persistence thread, glibc's
-    allocator as without Dask's environment, its device, the comparison's spec."""
-    one_thread_each()
-    restore_malloc()
-    pin_device(device)
+    """A helper process's set-up: a worker's on ``device``
+    (:func:`~topofl_lib.runner.worker.set_up_worker`), and the comparison's spec."""
+    set_up_worker(device)
     _SPEC[:] = [spec]
 
 
