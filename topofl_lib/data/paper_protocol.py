@@ -99,7 +99,6 @@ PAPER_EVALUATION = {"evaluate_on": "all", "standardise": True}
 _MAX_SPLITS = 100
 
 
-
 def _check_feature_split(n_features: int, n_informative: int, n_redundant: int) -> None:
     """``n_informative + n_redundant <= n_features``, said of the three together: the
     caller may not have passed ``n_redundant`` (its default is 4)."""

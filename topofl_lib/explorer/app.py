@@ -35,7 +35,6 @@ from .model import EXPLORER_SCENARIOS, ExplorerData, gfc_field
 __all__ = ["PersistenceExplorer"]
 
 
-
 def _segments(x0, y0, x1, y1):
     """Coordinates of many line segments as one trace (None-separated)."""
     n = len(x0)

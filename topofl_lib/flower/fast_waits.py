@@ -215,7 +215,6 @@ class Pacer:
         time.sleep(self.idle_wait() if seconds >= 1.0 else min(seconds, BUSY))
 
 
-
 def _shorten_object_pulls(module, backoff: float, cap: float) -> None:
     """Make ``module``'s ``pull_objects`` retry a missing object after ``backoff`` s
     (doubling up to ``cap``) instead of Flower's 1 s (up to 10 s)."""
