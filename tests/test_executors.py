@@ -266,8 +266,8 @@ def test_dask_plugin_prefers_the_workers_variable(monkeypatch):
 @pytest.mark.parametrize(("variable", "expected"), [("65536", "True"), (None, "False")])
 def test_restore_malloc_only_where_dask_set_the_trim_threshold(variable, expected):
     """Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_ (a training run took 2.5
-    times as long with it); the plugin sets glibc's thresholds back, and does nothing
-    without the variable. In a child process: this one keeps glibc's defaults."""
+    times as long with it); every worker set-up sets glibc's thresholds back, and does
+    nothing without the variable. In a child process: this one keeps glibc's defaults."""
     if not sys.platform.startswith("linux"):
         pytest.skip("glibc's mallopt is Linux's")
     env = {k: v for k, v in os.environ.items() if k != "MALLOC_TRIM_THRESHOLD_"}

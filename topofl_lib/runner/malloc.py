@@ -5,8 +5,9 @@ Dask's nanny starts its workers with ``MALLOC_TRIM_THRESHOLD_=65536``, and creat
 ``LocalCluster`` also writes that variable (with ``OMP_NUM_THREADS=1`` and the like)
 into the environment of the process that creates it, so every process that process
 starts afterwards inherits it: the runner's local worker processes too, when a user
-started a Dask cluster in the same notebook first. :func:`restore_malloc` is called by
-every worker set-up of the runner (Dask's plugin, the local pool, the helpers).
+started a Dask cluster in the same notebook first. :func:`restore_malloc` is part of
+:func:`~topofl_lib.runner.worker.set_up_worker`, which every worker process of the runner
+runs (Dask's plugin, the local pool, the helpers).
 """
 
 from __future__ import annotations
