@@ -16,9 +16,13 @@ STAMP   := $(VENV)/.installed-stamp
 LOCK    := constraints.txt
 APT_PACKAGES := chromium dataset-fashion-mnist
 LINTED  := topofl_lib tests benchmarks notebooks docs conftest.py
-# pytest-xdist: one worker per core. loadgroup keeps conftest.py's groups together, and
-# --no-loadscope-reorder hands them out in conftest.py's order (the longest first) rather
-# than by their number of tests.
+# pytest-xdist: one worker per core, and one more. The Flower federations run one after
+# another on one worker (conftest.py), and most of their time is waits (Flower's
+# heartbeats and pulls) that leave that worker's core idle: the extra worker takes it.
+# Measured on 2 cores (Intel Xeon, 2026-12-03): pytest 908 s with 2 workers, 821 s with
+# 3 (both cores busy throughout the second: 1.99 of 2 on average). loadgroup keeps
+# conftest.py's groups together, and --no-loadscope-reorder hands them out in
+# conftest.py's order (the longest first) rather than by their number of tests.
 # nbval reads a cell's output only once the cell has run, and then waits at most 5 s
 # (hard-coded) between two of its messages. A cell whose progress bars sent some 1,300
 # widget messages (robustness.ipynb's cell 8) had them arrive with a pause of 3.8 s in the
@@ -26,7 +30,7 @@ LINTED  := topofl_lib tests benchmarks notebooks docs conftest.py
 # most once per tqdm's mininterval (topofl_lib/progress.py: about 420 messages, no pause),
 # and the suite's kernels redraw at most once a second (TQDM_MININTERVAL, tqdm's own
 # setting), so a cell slowed down by a loaded machine does not send more of them
-WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
+WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 PYTEST_ARGS ?= --nbval-lax --nbval-sanitize-with nbval_sanitize.cfg -n $(WORKERS) --dist loadgroup --no-loadscope-reorder
 # when make started: the set-up's share of `make test`'s wall time
 T0      := $(shell date +%s)

@@ -1,5 +1,5 @@
 """How the suite shares this machine's cores (``make test`` runs ``pytest -n WORKERS --dist
-loadgroup``, pytest-xdist, with one worker per core: the Makefile).
+loadgroup``, pytest-xdist, with one worker per core and one more: the Makefile).
 
 Every test may run on any worker, beside any other, except the groups made here: each
 group runs on one worker, its tests in collection order.

@@ -5,8 +5,8 @@ with ``make docs``), else it is built here exactly as ``make docs`` builds it: S
 warnings as errors into ``build/docs/html``. Playwright then drives Chromium over it:
 
 - every page Sphinx wrote loads without a JavaScript error, and no file of the site that
-  a page asks for fails to load; requests outside the site (a CDN) are refused, so the
-  site is shown as it is offline;
+  a page asks for fails to load; the browser is offline (a CDN cannot be reached), so
+  the site is shown as it is offline;
 - every ``href`` and ``src`` that points into the site names a file that exists, and its
   ``#anchor`` an element of that page;
 - the pages of the key estimators (pTopoFL, FedTopo, GFC's clusterer, the descriptor)
@@ -113,10 +113,10 @@ def browser():
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=CHROMIUM,
                                       args=["--no-sandbox", "--disable-gpu"])
-        context = chromium.new_context(viewport={"width": 1400, "height": 1000})
-        # the site must work offline: refuse everything that is not one of its files
-        context.route("**/*", lambda route: route.continue_()
-                      if route.request.url.startswith("file:") else route.abort())
+        # the site must work offline: the context has no network (its files load from
+        # disk). Playwright's offline mode, not a route that hands every request to Python
+        # to let the site's files through: that took 44 s for the crawl against 35 s
+        context = chromium.new_context(viewport={"width": 1400, "height": 1000}, offline=True)
         try:
             yield context
         finally:

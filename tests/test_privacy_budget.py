@@ -49,7 +49,9 @@ def test_both_channels_together_spend_the_target(target):
 
 
 def test_more_budget_less_noise():
-    zs = [split_budget(e, DELTA, releases=[(0.5, 10)], accounting="rdp")["noise_multiplier"]
+    # at rate 0.1: Opacus's subsampled RDP at its fractional orders took 23 s for these
+    # three at 0.5 against 6 s (the tests below keep 0.5)
+    zs = [split_budget(e, DELTA, releases=[(0.1, 10)], accounting="rdp")["noise_multiplier"]
           for e in (1.0, 3.0, 10.0)]
     assert zs[0] > zs[1] > zs[2] > 0
 
