@@ -45,13 +45,15 @@ from topofl_lib.topology import DESCRIPTOR_NAMES
 
 has_flower = importlib.util.find_spec("flwr") is not None
 #: Seconds between two asks of Flower's SuperExec for tasks in the tests' federations
-#: (Flower's public FLWR_SUPEREXEC_TASK_POLL_INTERVAL; its default is 1 s): a round's time
-#: is then the clients' work and the waits Flower offers no setting for. Not shorter: the
-#: asks cost CPU while a federation idles, taken from the tests beside it (an idle
-#: federation of 6 unpatched nodes used 0.41 cores at 0.05 s, 0.10 at 0.25 s and 0.06 at
-#: 0.5 s); 0.25 s adds at most that to a message's start, against the 2 s of a
-#: ``flwr-clientapp`` interpreter's imports.
-TASK_POLL = 0.25
+#: (Flower's public FLWR_SUPEREXEC_TASK_POLL_INTERVAL, set through ``task_poll``; 1 s is
+#: also Flower's default). The asks cost CPU while a federation idles, taken from the tests
+#: beside it, and since the suite runs a worker more than cores (the Makefile) its time is
+#: the CPU it takes, not the federations' rounds. Against 0.25 s (2026-12-03, alone on
+#: the machine): the repeated starts, the insecure federation and the stop after a timeout
+#: took 93.8 s of CPU against 99.4 s (95 s wall against 103 s), and pTopoFL's unpatched
+#: parity 22.1 s against 27.1 s (62 s wall against 66 s): an unpatched round waits for
+#: the SuperNode's 3-s pulls and a ``flwr-clientapp`` interpreter's 2 s of imports anyway.
+TASK_POLL = 1.0
 needs_flower = pytest.mark.skipif(not has_flower,
                                   reason="Flower is not installed: pip install -e .[flower]")
 
