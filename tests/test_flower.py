@@ -978,9 +978,9 @@ def test_only_registered_supernodes_trusting_the_ca_get_in(secure_federation, tm
     On the adapter's federation: who gets in is decided by the SuperLink (its TLS and
     its registry of keys), which the adapter never patches, and the nodes' connection
     code is Flower's under either executor. The unpatched federation admits its
-    registered nodes in the parity test above. On Flower's own executor this test's
-    round cost 17 s of CPU (a ``flwr-clientapp`` interpreter per message) in the
-    parallel suite, for nothing it checks."""
+    registered nodes in the parity test above. On Flower's own executor this test took
+    17.5 s of CPU in the parallel suite; its round's ``flwr-clientapp`` interpreters
+    checked nothing that the parity test does not."""
     from topofl_lib.flower.security import make_node_key, make_tls
 
     fed = secure_federation
