@@ -22,8 +22,8 @@ LINTED  := topofl_lib tests benchmarks notebooks docs conftest.py
 # Measured on 2 cores (Intel Xeon, 2026-12-03): pytest 908 s with 2 workers, 821 s with
 # 3 (both cores busy throughout the second: 1.99 of 2 on average). The extra worker was
 # dropped once (97c08e0) when robustness.ipynb's cell 8 missed nbval's 5-s wait for its
-# output beside it; the cause, the cell's 1,300 widget messages, is gone (942ebde, below),
-# and not two more: -n 4 was slower (957 s of pytest against 911 s then). loadgroup keeps
+# output; the cause is gone since (942ebde: the paragraph below). Not two more workers:
+# -n 4 was slower (957 s of pytest against 911 s then). loadgroup keeps
 # conftest.py's groups together, and --no-loadscope-reorder hands them out in
 # conftest.py's order (the longest first) rather than by their number of tests.
 # nbval reads a cell's output only once the cell has run, and then waits at most 5 s
