@@ -8,7 +8,7 @@ import torch
 
 from topofl_lib.deep import TorchModel
 from topofl_lib.fedtopo import FedTopo, TopologicalEmbedding
-from topofl_lib.fedtopo.image_kernel import compiled_images
+from topofl_lib.fedtopo.image_kernel import compiled_embedding, compiled_images
 from topofl_lib.run_cache import fingerprint
 from topofl_lib.topology.cubical import batch_pairs
 
@@ -55,6 +55,56 @@ def test_compiled_images_gradient_is_exact(weighting):
 
     assert torch.autograd.gradcheck(images, (flat.requires_grad_(True),), eps=1e-6,
                                     atol=1e-7)
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_compiled_embedding_gradient_is_exact(normalize):
+    """The channel mean of the normalised images, with the pairs computed in the kernel's
+    threads, against finite differences in float64 (the values are far enough apart that
+    no step of 1e-6 reorders the pixels, so the pairs stay fixed). A channel without
+    points is left to the comparison with the torch images: a step of 1e-6 gives it one
+    point, and its normalised image jumps."""
+    maps = np.random.default_rng(2).normal(size=(2, 3, 5, 5))
+    grid_b, grid_p = np.linspace(-2.0, 2.0, 4), np.linspace(0.0, 3.0, 4)
+
+    def embedding(x):
+        return compiled_embedding(x, grid_b, grid_p, 0.8, "persistence", 2.5, normalize)
+
+    assert torch.autograd.gradcheck(embedding, (torch.as_tensor(maps).requires_grad_(True),),
+                                    eps=1e-6, atol=1e-7)
+
+
+def test_compiled_embedding_computes_the_pairs_it_would_be_given():
+    """Pairs computed in the kernel's threads (the numba union-find) and the same pairs
+    handed in from :func:`batch_pairs` give the same embedding and gradient, bit for bit,
+    and the embedding is the channel mean of :func:`compiled_images` to rounding."""
+    acts = torch.as_tensor(np.maximum(np.random.default_rng(4).normal(size=(4, 3, 9, 9)), 0),
+                           dtype=torch.float32)
+    grids = (np.linspace(-0.5, 2.5, 6), np.linspace(0.0, 3.0, 6), 0.6)
+    points = batch_pairs(acts.numpy().reshape(12, 9, 9))
+    out = []
+    for given in (None, points):
+        a = acts.clone().requires_grad_(True)
+        t = compiled_embedding(a, *grids, dims=(0, 1), points=given)
+        (t * torch.arange(36.0)).sum().backward()
+        out.append((t.detach().numpy(), a.grad.numpy()))
+    for got, want in zip(*out, strict=True):
+        np.testing.assert_array_equal(got, want)
+    images = compiled_images(acts.reshape(12, 81), *points, *grids).reshape(4, 3, 36)
+    mean = (images / images.sum(2, keepdim=True)).mean(1)
+    np.testing.assert_allclose(out[0][0], mean.numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_compiled_embedding_checks_its_inputs():
+    grids = (np.linspace(0, 1, 3), np.linspace(0, 1, 3), 0.5)
+    with pytest.raises(ValueError, match=r"maps must be a 4-D float32 or float64 tensor, "
+                                         r"got shape \(2, 16\)"):
+        compiled_embedding(torch.rand(2, 16), *grids)
+    with pytest.raises(ValueError, match="pixels below 16"):
+        compiled_embedding(torch.rand(2, 1, 4, 4), *grids,
+                           points=(np.array([0, 1]), np.array([[0, 1, 2], [1, 3, 16]])))
+    with pytest.raises(ValueError, match="unknown weighting"):
+        compiled_embedding(torch.rand(2, 1, 4, 4), *grids, weighting="linear")
 
 
 def test_compiled_images_of_maps_without_points_are_zero():
@@ -136,7 +186,8 @@ def test_compiled_images_check_their_inputs():
     grids = (np.linspace(0, 1, 3), np.linspace(0, 1, 3), 0.5)
     with pytest.raises(ValueError, match="unknown weighting"):
         compiled_images(flat, *points, *grids, weighting="linear")
-    with pytest.raises(ValueError, match="float32 or float64 tensor, got shape .* torch.float16"):
+    with pytest.raises(ValueError, match="flat_maps must be a 2-D float32 or float64 tensor, "
+                                         "got shape .* torch.float16"):
         compiled_images(flat.half(), *points, *grids)
     with pytest.raises(ValueError, match="pixels below 16"):
         compiled_images(flat, points[0], np.array([[0, 1, 2], [1, 3, 16]]), *grids)

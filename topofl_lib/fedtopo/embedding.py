@@ -49,7 +49,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from .._validation import as_float_array, check_choice, check_int, check_real
 from ..topology.cubical import CUBICAL_BACKENDS, batch_pairs, gather_values, resolve_backend
 from ..topology.cubical_torch import pairs_torch
-from .image_kernel import WEIGHTINGS, check_on_host, compiled_images
+from .image_kernel import WEIGHTINGS, check_on_host, compiled_embedding
 
 __all__ = ["TopologicalEmbedding", "persistence_image"]
 
@@ -262,11 +262,14 @@ class TopologicalEmbedding(TransformerMixin, BaseEstimator):
         if self.image_backend == "torch":
             return self._images(*self._points(t), n, C)
         check_on_host(t)
-        map_index, pairs = batch_pairs(self._maps(t), self.backend, tuple(self.homology_dims))
-        images = compiled_images(t.reshape(n * C, H * W), map_index, pairs, self.birth_grid_,
-                                 self.pers_grid_, self.sigma_, self.weighting,
-                                 self.pers_scale_)
-        return self._channel_mean(images, n, C)
+        maps, dims = self._maps(t), tuple(self.homology_dims)
+        # the numba pairs are computed by the images' threads themselves; another backend's
+        # are handed to them
+        points = None if resolve_backend(self.backend, H * W) == "numba" else batch_pairs(
+            maps, self.backend, dims)
+        return compiled_embedding(t, self.birth_grid_, self.pers_grid_, self.sigma_,
+                                  self.weighting, self.pers_scale_,
+                                  self.normalize == "mass", dims, points)
 
     def _images(self, map_index, birth, pers, n: int, C: int):
         """Channel-mean persistence image of each sample from its maps' points."""
