@@ -105,6 +105,20 @@ def test_compiled_embedding_checks_its_inputs():
                            points=(np.array([0, 1]), np.array([[0, 1, 2], [1, 3, 16]])))
     with pytest.raises(ValueError, match="unknown weighting"):
         compiled_embedding(torch.rand(2, 1, 4, 4), *grids, weighting="linear")
+    for bad in (float("nan"), float("inf")):
+        maps = torch.rand(2, 1, 4, 4)
+        maps[1, 0, 2, 3] = bad
+        with pytest.raises(ValueError, match="maps contain NaN or infinite values"):
+            compiled_embedding(maps, *grids)
+        te = TopologicalEmbedding(image_backend="numba").fit(torch.rand(2, 1, 4, 4))
+        with pytest.raises(ValueError, match="activations contain NaN or infinite values"):
+            te.embed(maps)
+
+
+def test_compiled_embedding_of_no_samples_is_empty():
+    out = compiled_embedding(torch.rand(0, 2, 4, 4, requires_grad=True),
+                             np.linspace(0, 1, 3), np.linspace(0, 1, 3), 0.5)
+    assert out.shape == (0, 9)
 
 
 def test_compiled_images_of_maps_without_points_are_zero():

@@ -305,7 +305,7 @@ def compiled_embedding(maps, grid_b: np.ndarray, grid_p: np.ndarray, sigma: floa
     Parameters
     ----------
     maps : torch.Tensor of shape (n, C, H, W), float32 or float64, finite, on the CPU
-        Activations (may require grad); not checked finite here.
+        Activations (may require grad).
     grid_b, grid_p : ndarray (R,)
         Pixel centres along each axis.
     sigma : float
@@ -326,6 +326,8 @@ def compiled_embedding(maps, grid_b: np.ndarray, grid_p: np.ndarray, sigma: floa
     torch.Tensor of shape (n, R * R)
     """
     dtype = _dtype(maps, "maps", 4)
+    if not np.isfinite(maps.detach().numpy()).all():
+        raise ValueError("maps contain NaN or infinite values")
     n, C, H, W = maps.shape
     if points is not None:
         points = _checked_points(*points, n * C, H * W)
