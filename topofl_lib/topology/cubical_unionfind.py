@@ -167,7 +167,8 @@ def _sweep(m, v, seq, cells, rk, parent, seen, first_off, rest, lowest_bit, off,
         mask = seen[c]
         for k in range(8):
             seen[c + off[k]] |= np.uint8(1 << (7 - k))
-        parent[c] = c  # the pixel joins the first group's component (older than it)
+        parent[c] = c  # its own root if no group (offset 0), else it joins the first
+        # group's component, which is older than it
         cur = _root(parent, c + first_off[mask])
         parent[c] = cur
         bits = rest[mask]
