@@ -118,8 +118,13 @@ def _drive_explorer(page, base: str, token: str, shots: Path) -> tuple[list, lis
     page.wait_for_selector(".jp-OutputArea-output:has-text('back to healthcare')",
                            timeout=120_000)
     before_json = page.evaluate(SERVER_WEIGHTS_JS)
-    page.locator(".jp-OutputArea-output").filter(has_text="persistence diagram").first \
-        .scroll_into_view_if_needed()
+    # JupyterLab skips rendering off-screen cells (content-visibility) and the plot of an
+    # off-screen output may not be drawn yet: bring the client panel's cell into view
+    # first, then wait for its figure's title
+    client_cell = page.locator(".jp-CodeCell").filter(has_text="app.client_panel()").first
+    client_cell.scroll_into_view_if_needed(timeout=30_000)
+    client_cell.locator(".jp-OutputArea-output").filter(has_text="persistence diagram") \
+        .first.wait_for(timeout=60_000)
     page.screenshot(path=str(shots / "explorer_client_panel.png"))
     slider = page.locator(".widget-slider").filter(
         has=page.locator(".widget-label", has_text=re.compile(r"^M$"))).first
