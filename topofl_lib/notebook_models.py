@@ -31,10 +31,10 @@ from .data.records import CATEGORICAL, MISSING, SMALL_SITES
 from .data.scenarios import ATTACKS
 from .data.scenarios import PROTOCOLS as DATA_PROTOCOLS
 from .deep.datasets import OFFLINE_DATASETS as IMAGE_DATASETS  # what ptopofl_deep runs
-from .deep.experiments import DEEP_LABELS
+from .deep.labels import DEEP_LABELS
 from .deep.partitions import PARTITIONS
 from .fedtopo.schedules import SCHEDULES
-from .studies.dp_tradeoff import DP_LEVELS
+from .privacy.model_channel import DP_LEVELS
 from .studies.paper_data import settings_of_paper
 from .studies.table1 import TABLE1_VARIANTS
 

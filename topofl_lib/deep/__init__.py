@@ -2,22 +2,18 @@
 partitions, the models of the papers, and the learner that lets every algorithm of
 :mod:`topofl_lib.federated` train a network.
 
-Needs the ``deep`` extra (``pip install 'topofl[deep]'``: torch and gudhi). Importing
-:mod:`topofl_lib.deep.scenarios` registers the ``"image"`` scenario, which
-:func:`topofl_lib.data.make_scenario` also finds through its entry point. Attributes
-load on first use.
+Needs the ``deep`` extra (``pip install 'topofl[deep]'``: torch and gudhi). Attributes
+load on first use, so importing the package imports no torch. The ``"image"`` scenario
+(:mod:`topofl_lib.deep.scenarios`) and the methods FedDF, FedSA, FedGen and FedFTG
+register themselves when their modules are imported;
+:func:`topofl_lib.data.make_scenario` and :func:`topofl_lib.federated.make_method` find
+them through their entry points (``pyproject.toml``) before that.
 """
 
 from .._lazy import attach
 from ..core.optional import require
 
 require("torch", "topofl_lib.deep")
-
-from . import feddf as _feddf  # noqa: E402, F401  registers FedDF
-from . import fedftg as _fedftg  # noqa: E402, F401  registers FedFTG
-from . import fedgen as _fedgen  # noqa: E402, F401  registers FedGen
-from . import fedsa as _fedsa  # noqa: E402, F401  registers FedSA
-from . import scenarios as _scenarios  # noqa: E402, F401  registers "image" on import
 
 __all__ = [
     "COMBINED",
@@ -49,7 +45,8 @@ __all__ = [
 __getattr__, __dir__ = attach(__name__, {
     ".datasets": ["DATASETS", "FASHION_MNIST_DIR", "FILE_DATASETS", "ImageDataset",
                   "OFFLINE_DATASETS", "load_image_dataset"],
-    ".experiments": ["DEEP_LABELS", "deep_variants", "sweep_variants"],
+    ".experiments": ["deep_variants", "sweep_variants"],
+    ".labels": ["DEEP_LABELS"],
     ".learner": ["TorchLearner", "TorchModel", "resolve_device"],
     ".models": ["MODELS", "BlockNet", "make_model"],
     ".partitions": ["COMBINED", "PARTITIONS", "label_distribution", "noise_levels",

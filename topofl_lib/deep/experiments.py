@@ -53,6 +53,13 @@ from .._validation import check_int, check_real
 from ..federated.client_descriptors import PTOPOFL_LABELS
 from ..fedtopo.algorithm import FedTopo
 from ..fedtopo.schedules import SCHEDULES, AlphaSchedule
+from .labels import (
+    BASELINE_PARAMS,
+    DECOUPLED_LABELS,
+    DEEP_LABELS,
+    DISTILLATION_LABELS,
+    PERSONAL,
+)
 from .learner import TorchModel
 
 #: The block FedTopo aligns unless told otherwise.
@@ -60,27 +67,7 @@ _FEDTOPO_BLOCK = inspect.signature(FedTopo).parameters["block"].default
 
 __all__ = ["DECOUPLED_LABELS", "DEEP_LABELS", "PERSONAL", "deep_variants", "sweep_variants"]
 
-#: FedTopo Table 1's aggregation baselines: label -> their own parameters (FedTopo gives
-#: none; see their modules).
-_BASELINE_PARAMS = {
-    "FedAvgM": {"server_momentum": 0.9, "server_lr": 1.0},
-    "FedNova": {},
-    "FedDyn": {"alpha": 0.01},
-    "FedDC": {"alpha": 0.01},
-}
-#: FedTopo's distillation baselines, run with their own papers' defaults (their classes).
-DISTILLATION_LABELS = ("FedDF", "FedSA", "FedGen", "FedFTG")
 DESCRIPTOR_OF = {label: d for d, label in PTOPOFL_LABELS.items()}
-#: The suffix of a decoupled method's label scored with each client's own model.
-PERSONAL = " (personal models)"
-#: The methods with a classifier per client (:class:`~topofl_lib.federated.representation.
-#: DecoupledFedAvg`), each also as ``label + PERSONAL``.
-DECOUPLED_LABELS = ("FedPAC", "FedCCFA")
-DEEP_LABELS = ("FedAvg", "FedProx", "SCAFFOLD", "pFedMe", "pTopoFL", "pTopoFL-CC",
-               "pTopoFL-MA", "Median", "TrimmedMean", "Krum", "MOON", "FedFM",
-               *DECOUPLED_LABELS, *(f"{m}{PERSONAL}" for m in DECOUPLED_LABELS), "FedTopo",
-               "FedTopo w/o TAL", "FedTopo[<schedule>]", "FedTopo@<block>",
-               *_BASELINE_PARAMS, *DISTILLATION_LABELS)
 
 
 def _deploy(label: str) -> dict:
@@ -138,8 +125,8 @@ def deep_variants(labels, architecture: str = "fmnist_cnn", lr: float = 0.01,
         if label in ("FedAvg", "SCAFFOLD", "Median", "TrimmedMean", "Krum",
                      *DISTILLATION_LABELS):
             out[label] = (label, dict(common))
-        elif label in _BASELINE_PARAMS:
-            out[label] = (label, {**common, **_BASELINE_PARAMS[label]})
+        elif label in BASELINE_PARAMS:
+            out[label] = (label, {**common, **BASELINE_PARAMS[label]})
         elif label == "FedProx":
             out[label] = (label, {**common, "mu": 0.01})
         elif label == "pFedMe":

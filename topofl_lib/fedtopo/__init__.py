@@ -1,18 +1,16 @@
 """FedTopo: topology-guided block screening, topological embeddings and the
 topological alignment loss with adaptive weighting (torch).
 
-Needs the ``deep`` extra (``pip install 'topofl[deep]'``). Importing
+Needs the ``deep`` extra (``pip install 'topofl[deep]'``). Attributes load on first
+use, so importing the package imports no torch. Importing
 :mod:`topofl_lib.fedtopo.algorithm` registers the ``"FedTopo"`` method, which
-:func:`topofl_lib.federated.make_method` also finds through its entry point.
-Attributes load on first use.
+:func:`topofl_lib.federated.make_method` also finds through its entry point before that.
 """
 
 from .._lazy import attach
 from ..core.optional import require
 
 require("torch", "topofl_lib.fedtopo")
-
-from . import algorithm as _algorithm  # noqa: E402, F401  registers "FedTopo" on import
 
 __all__ = [
     "SCHEDULES",

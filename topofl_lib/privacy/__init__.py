@@ -9,6 +9,7 @@ from .._lazy import attach
 
 __all__ = [
     "ATTACK_DESCRIPTORS",
+    "DP_LEVELS",
     "ClientLevelDP",
     "NOISE_PLACEMENTS",
     "RELATIONS",
@@ -57,7 +58,7 @@ __getattr__, __dir__ = attach(__name__, {
                     "proxy_table"],
     ".mechanisms": ["GaussianMechanism", "LaplaceMechanism", "analytic_gaussian_sigma",
                     "clip_norm"],
-    ".model_channel": ["NOISE_PLACEMENTS", "ClientLevelDP", "SampleLevelDP"],
+    ".model_channel": ["DP_LEVELS", "NOISE_PLACEMENTS", "ClientLevelDP", "SampleLevelDP"],
     ".proxies": ["mi_proxy_bits", "reconstruction_risk_gradient",
                  "reconstruction_risk_topology"],
 })

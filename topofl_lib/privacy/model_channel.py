@@ -92,7 +92,7 @@ from ..storage import register_storable
 from .accounting import ACCOUNTINGS, RELATIONS, PrivacyAccountant, check_delta
 from .mechanisms import clip_norm
 
-__all__ = ["NOISE_PLACEMENTS", "ClientLevelDP", "SampleLevelDP"]
+__all__ = ["DP_LEVELS", "NOISE_PLACEMENTS", "ClientLevelDP", "SampleLevelDP"]
 
 #: Where client-level DP's noise is added (:class:`ClientLevelDP`'s ``noise``): by the
 #: server, shared among the clients (distributed DP), or in full by each client (local DP).
@@ -562,3 +562,8 @@ class SampleLevelDP(_ModelDP):
         return {"mechanism": "gaussian", "noise_multiplier": self.accounted_multiplier,
                 "sample_rate": self.sample_rate(n, batch_size), "count": int(steps),
                 "channel": "model"}
+
+
+#: The model channel's levels (each class's ``level``): client-level DP-FedAvg,
+#: sample-level DP-SGD.
+DP_LEVELS = (ClientLevelDP.level, SampleLevelDP.level)

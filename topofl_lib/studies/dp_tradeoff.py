@@ -35,7 +35,7 @@ from ..core.seeds import check_seeds
 from ..deep.experiments import deep_variants
 from ..privacy.budget import split_budget
 from ..privacy.mechanisms import GaussianMechanism
-from ..privacy.model_channel import ClientLevelDP, SampleLevelDP
+from ..privacy.model_channel import DP_LEVELS, ClientLevelDP, SampleLevelDP
 from ..runner import ComparisonResult, run_comparison
 from ..runner.plan import build_scenario
 from ..statistics import paired_differences
@@ -48,8 +48,6 @@ __all__ = ["DP_DELTA", "DP_LEVELS", "DP_METHODS", "dp_cost", "dp_deep_comparison
 DP_DELTA = 1e-5
 #: The methods compared under DP (pTopoFL and the method whose models it sends too).
 DP_METHODS = ("pTopoFL", "FedAvg")
-#: The model channel's options: client-level DP-FedAvg, sample-level DP-SGD.
-DP_LEVELS = ("client", "sample")
 
 
 def private_label(method: str, epsilon: float) -> str:
