@@ -57,6 +57,22 @@ def test_import_loads_no_heavy_package():
     assert json.loads(res.stdout) == []
 
 
+def test_notebook_parameters_and_the_deep_packages_import_no_torch():
+    """Every notebook's first cell (``notebook_params``) and the command line import no
+    torch: the tabular notebooks' kernels never need it. ``topofl_lib.deep`` and
+    ``topofl_lib.fedtopo`` load their modules on first use, and the methods they hold are
+    still found by name (through their entry points)."""
+    res = _python("import json, topofl_lib.notebook_params, topofl_lib.deep, topofl_lib.fedtopo\n"
+                  "from topofl_lib.deep.labels import DEEP_LABELS\n"
+                  "before = 'torch' in sys.modules\n"
+                  "from topofl_lib.federated import make_method\n"
+                  "method = make_method('FedDF')\n"
+                  "print(json.dumps([before, 'torch' in sys.modules, type(method).__name__,\n"
+                  "                  'FedTopo' in DEEP_LABELS]))")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == [False, True, "FedDF", True]
+
+
 def test_readme_library_example_runs_without_extras():
     """The tabular library works when no extra is installed, and never imports one."""
     code = _readme_library_example() + (
