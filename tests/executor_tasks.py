@@ -31,19 +31,29 @@ def fail_on(x: int, bad: int) -> int:
 
 
 def train_tiny(seed: int) -> np.ndarray:
-    """A seeded torch training loop (a small MLP, 30 SGD steps): its final weights."""
+    """A seeded torch training loop (a small MLP, 30 SGD steps with momentum): its final
+    weights.
+
+    The steps are written out rather than taken by ``torch.optim.SGD``: a torch optimizer's
+    first step imports ``torch._dynamo`` (about 5 s of CPU here), in every worker process
+    of the executors' tests, while what is tested is the workers' results, not torch's
+    optimizers."""
     import torch
 
     torch.manual_seed(seed)
     X = torch.randn(64, 8)
     y = (X[:, 0] - X[:, 1] > 0).long()
     net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 2))
-    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    params = list(net.parameters())
+    velocity = [torch.zeros_like(p) for p in params]
     for _ in range(30):
         idx = torch.randperm(64)[:16]
-        opt.zero_grad()
+        net.zero_grad()
         torch.nn.functional.cross_entropy(net(X[idx]), y[idx]).backward()
-        opt.step()
+        with torch.no_grad():
+            for p, v in zip(params, velocity, strict=True):
+                v.mul_(0.9).add_(p.grad)
+                p.sub_(0.1 * v)
     return torch.cat([p.detach().reshape(-1) for p in net.parameters()]).numpy()
 
 
