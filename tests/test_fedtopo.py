@@ -350,6 +350,48 @@ def test_fedtopo_is_deterministic(digits_skew):
     np.testing.assert_array_equal(a.tal_log_, b.tal_log_)
 
 
+def test_fedtopo_with_the_deferred_te_is_bit_identical(digits_skew, monkeypatch):
+    """The GPU's TAL step (the TE's pairs in a thread while the cross-entropy's backward
+    runs, then the TAL term's own backward) gives the same model and log, bit for bit,
+    as one backward pass of the summed loss; forced here on the CPU."""
+    import topofl_lib.fedtopo.algorithm as algorithm
+
+    assert not algorithm._defers_tal(torch.device("cpu"))
+    assert algorithm._defers_tal(torch.device("cuda", 0))
+    plain = _fedtopo(block="conv2").fit(digits_skew)
+    calls = []
+    monkeypatch.setattr(algorithm, "_defers_tal", lambda device: calls.append(device) or True)
+    deferred = _fedtopo(block="conv2").fit(digits_skew)
+    assert len(calls) == len(plain.tal_log_) > 0
+    np.testing.assert_array_equal(deferred.coef_, plain.coef_)
+    np.testing.assert_array_equal(deferred.tal_log_, plain.tal_log_)
+
+
+def test_deferred_embedding_equals_embed_and_raises_at_once():
+    a = torch.as_tensor(np.random.default_rng(5).normal(size=(4, 3, 9, 9)),
+                        dtype=torch.float32).requires_grad_()
+    for kw in ({}, {"backend": "torch"}, {"backend": "gudhi"}, {"image_backend": "numba"}):
+        te = TopologicalEmbedding(**kw).fit(a.detach())
+        now = te.embed(a)
+        later = te.embed_deferred(a)()
+        assert torch.equal(now, later), kw
+        (g_now,) = torch.autograd.grad(now.square().sum(), a)
+        (g_later,) = torch.autograd.grad(te.embed_deferred(a)().square().sum(), a)
+        assert torch.equal(g_now, g_later), kw
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        te.embed_deferred(a.detach() * float("nan"))
+    with pytest.raises(ValueError, match="not fitted"):
+        TopologicalEmbedding().embed_deferred(a)
+
+
+def test_learner_gradient_takes_one_extra_term():
+    learner = TorchModel("digits_cnn").make_learner(64, np.random.default_rng(0))
+    data = learner.client_data(np.zeros((4, 64), np.float32), np.arange(4) % 2)
+    with pytest.raises(ValueError, match="extra_loss or deferred_loss, not both"):
+        learner.gradient(learner.init_params(), data, np.arange(4),
+                         extra_loss=lambda net: 0, deferred_loss=lambda net: None)
+
+
 def _fedtopo_digest() -> str:
     """SHA-256 of the models and TAL logs of FedTopo aligning conv1 and aligning conv2."""
     scenario = make_image_scenario("digits", "L", 3, param=0.5, n_train=600, random_state=0)

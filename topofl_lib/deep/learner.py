@@ -451,11 +451,18 @@ class TorchLearner:
 
     # -- learner API -------------------------------------------------------------------
     def gradient(self, w: np.ndarray | torch.Tensor, data, idx: np.ndarray,
-                 extra_loss=None) -> np.ndarray | torch.Tensor:
+                 extra_loss=None, deferred_loss=None) -> np.ndarray | torch.Tensor:
         """Gradient of the mean cross-entropy on samples ``idx`` at ``w``.
 
         ``extra_loss(net)``, if given, returns a scalar tensor added to the loss before
-        the backward pass (FedTopo's weighted TAL).
+        the backward pass (FedTopo's weighted TAL). ``deferred_loss(net)`` adds such a
+        term in two steps, so that its host work overlaps the device's: it queues the
+        term's forward pass, starts its host work and returns ``finish``; the
+        cross-entropy's backward pass is queued next, then ``finish()`` returns the term
+        and its own backward pass follows. The forward passes run in the same order as
+        with ``extra_loss`` and each parameter's gradient is the sum of the same two
+        terms, so the gradient is the same, bit for bit (a sum of two floats does not
+        depend on their order).
 
         Parameters
         ----------
@@ -468,19 +475,27 @@ class TorchLearner:
             Indices of the mini-batch.
         extra_loss : callable, optional
             ``extra_loss(net) -> scalar tensor`` added to the loss.
+        deferred_loss : callable, optional
+            ``deferred_loss(net) -> finish``, ``finish() -> scalar tensor`` added to the
+            loss after the cross-entropy's backward pass; not with ``extra_loss``.
 
         Returns
         -------
         ndarray or torch.Tensor of shape (n_params,), float32
             The flat gradient; a tensor on the device when ``w`` is a tensor.
         """
+        if extra_loss is not None and deferred_loss is not None:
+            raise ValueError("pass extra_loss or deferred_loss, not both")
         x, y = self.batch(data, idx)
         net = self.load(w)
         net.zero_grad(set_to_none=True)
         loss = torch.nn.functional.cross_entropy(net(x), y)
         if extra_loss is not None:
             loss = loss + extra_loss(net)
+        finish = deferred_loss(net) if deferred_loss is not None else None
         loss.backward()
+        if finish is not None:
+            finish().backward()
         return self.grad_vector(host=not isinstance(w, torch.Tensor))
 
     def clipped_gradient_sum(self, w: np.ndarray | torch.Tensor, data, idx: np.ndarray,

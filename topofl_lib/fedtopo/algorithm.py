@@ -50,6 +50,24 @@ from .schedules import AlphaSchedule, imbalance_floor
 __all__ = ["FedTopo"]
 
 
+def _defers_tal(device) -> bool:
+    """Whether a TAL step on ``device`` overlaps the TE's host work with the device's:
+    on a CUDA device the TE's pairs are computed on the host while the cross-entropy's
+    backward pass runs (:meth:`TopologicalEmbedding.embed_deferred`; the gradient is the
+    same bit for bit). On the CPU, with the persistence on every core, the hand-off
+    costs more than the backward it hides (measured: ``docs/guide/speed.md``).
+
+    Parameters
+    ----------
+    device : torch.device
+
+    Returns
+    -------
+    bool
+    """
+    return device.type == "cuda"
+
+
 @register_method
 class FedTopo(FedAvg):
     """Topology-aware federated learning (FedTopo).
@@ -198,15 +216,23 @@ class FedTopo(FedAvg):
             ctx["pos"] = int(sel[-1] + 1) % m
             seen = {}
 
-            def tal_loss(net):
-                t_local = ctx["te"].embed(net.block_output(ctx["X"][sel], self.block))
+            def tal_loss(t_local):
                 loss = ((t_local - ctx["t_global"][sel]) ** 2).sum(dim=1).mean()
-                seen["loss"] = float(loss.detach())
+                seen["loss"] = loss.detach()
                 return alpha * loss
 
-            g = learner.gradient(w, data, idx, extra_loss=tal_loss)
-            state.observe(seen["loss"])
-            self._log.append((r + 1, k, epoch, alpha, seen["loss"]))
+            def start_tal(net):  # the TE's pairs computed while the device works
+                finish = ctx["te"].embed_deferred(net.block_output(ctx["X"][sel], self.block))
+                return lambda: tal_loss(finish())
+
+            if _defers_tal(ctx["X"].device):
+                g = learner.gradient(w, data, idx, deferred_loss=start_tal)
+            else:
+                g = learner.gradient(w, data, idx, extra_loss=lambda net: tal_loss(
+                    ctx["te"].embed(net.block_output(ctx["X"][sel], self.block))))
+            loss = float(seen["loss"])  # after the backward pass is queued
+            state.observe(loss)
+            self._log.append((r + 1, k, epoch, alpha, loss))
             return g
 
         return gradient

@@ -43,6 +43,9 @@ the TE and its gradient are a deterministic function of the activations.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
@@ -52,6 +55,16 @@ from ..topology.cubical_torch import pairs_torch
 from .image_kernel import WEIGHTINGS, check_on_host, compiled_embedding
 
 __all__ = ["TopologicalEmbedding", "persistence_image"]
+
+_HOST_THREAD: list[ThreadPoolExecutor] = []
+
+
+def _host_thread() -> ThreadPoolExecutor:
+    """The one background thread of :meth:`TopologicalEmbedding.embed_deferred` (kept:
+    a TAL step calls it every local step)."""
+    if not _HOST_THREAD:
+        _HOST_THREAD.append(ThreadPoolExecutor(1, thread_name_prefix="te-pairs"))
+    return _HOST_THREAD[0]
 
 NORMALIZATIONS = ("mass", "none")
 #: How the persistence images are computed: ``"torch"``, a batched matrix product on the
@@ -210,9 +223,16 @@ class TopologicalEmbedding(TransformerMixin, BaseEstimator):
         if resolve_backend(self.backend) == "torch":  # on the activations' device
             if not bool(torch.isfinite(t).all()):
                 raise ValueError("activations contain NaN or infinite values")
-            map_index, pairs = pairs_torch(t.detach().reshape(n * C, H, W), dims)
-        else:
-            map_index, pairs = batch_pairs(self._maps(t), self.backend, dims)
+            return self._gathered(t, *pairs_torch(t.detach().reshape(n * C, H, W), dims))
+        return self._gathered(t, *batch_pairs(self._maps(t), self.backend, dims))
+
+    @staticmethod
+    def _gathered(t, map_index, pairs):
+        """(map_index on ``t``'s device, birth, persistence) read from ``t`` at the
+        pairs' pixels (differentiable)."""
+        import torch
+
+        n, C, H, W = t.shape
         birth, death = gather_values(t.reshape(n * C, H * W), map_index, pairs)
         return torch.as_tensor(map_index, device=t.device), birth, death - birth
 
@@ -270,6 +290,38 @@ class TopologicalEmbedding(TransformerMixin, BaseEstimator):
         return compiled_embedding(t, self.birth_grid_, self.pers_grid_, self.sigma_,
                                   self.weighting, self.pers_scale_,
                                   self.normalize == "mass", dims, points)
+
+    def embed_deferred(self, activations) -> Callable:
+        """Start :meth:`embed` of ``activations`` and return a function that finishes it.
+
+        With torch images and a host persistence backend (numba by default), the
+        detached maps are copied to the host now and their pairs computed in a
+        background thread; the returned function waits for them and builds the
+        embedding from ``activations`` (differentiable), the same tensor, bit for bit,
+        as :meth:`embed`. Meanwhile the caller can queue device work: FedTopo queues the
+        cross-entropy's backward pass on a GPU (:meth:`FedTopo._gradient`). Otherwise
+        (``backend="torch"``, or the compiled images) the embedding is computed now.
+
+        Parameters
+        ----------
+        activations : torch.Tensor of shape (n, C, H, W)
+
+        Returns
+        -------
+        callable
+            ``finish() -> Tensor (n, M)``; it raises what the pairs' computation raised.
+        """
+        if not hasattr(self, "birth_grid_"):
+            raise ValueError("this TopologicalEmbedding is not fitted yet; call fit first")
+        check_choice(self.image_backend, "image_backend", IMAGE_BACKENDS)
+        t = self._as_tensor(activations)
+        n, C, H, W = t.shape
+        if self.image_backend != "torch" or resolve_backend(self.backend, H * W) == "torch":
+            out = self.embed(t)
+            return lambda: out
+        pairs = _host_thread().submit(batch_pairs, self._maps(t), self.backend,
+                                      tuple(self.homology_dims))
+        return lambda: self._images(*self._gathered(t, *pairs.result()), n, C)
 
     def _images(self, map_index, birth, pers, n: int, C: int):
         """Channel-mean persistence image of each sample from its maps' points."""
