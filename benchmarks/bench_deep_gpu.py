@@ -10,8 +10,8 @@ code path on the CPU, against itself; part (c) times a few batches and extrapola
 
     PYTHONPATH=$PWD python benchmarks/bench_deep_gpu.py --quick
 
-Parts (``--parts a,b,c``; each is written to the JSON file as soon as it finishes, so a
-run cut short keeps the parts done):
+Parts (``--parts a,b,c``, run in the order given; each is written to the JSON file as soon
+as it finishes, part (c) after each method it times, so a run cut short keeps what it did):
 
 (a) **Determinism on CUDA.** FedAvg and FedTopo (TAL at conv1 on every 4th step) on
     FedTopo's CNN, 5 clients (L-skew 0.5), 2 rounds of 1 local epoch, on 2 000 synthetic
@@ -36,10 +36,13 @@ run cut short keeps the parts done):
     (``torch.optim.SGD`` on the network itself) over the same batches shows what the
     engine's flat parameter vectors cost. The per-round figure of FedAvg and of FedTopo
     (TAL at layer2 on every step) is ``10 * (5 * epoch + overhead)``, clients trained
-    one after another as the engine does. FedTopo is timed twice: with its default
-    persistence (numba on every host core) and with ``backend="torch"`` (on the device);
+    one after another as the engine does. FedTopo is timed with each backend of
+    ``--persistence``: by default with its default persistence (``auto``: numba on every
+    host core) and with ``backend="torch"`` (on the device);
     ``persistence_of_one_batch`` times both on one batch of 32 layer2 activations (4,096
-    maps of 16x16), with a TE forward + backward and a plain SGD step beside them.
+    maps of 16x16), checks that the device's pairs equal the host's, and times a TE
+    forward + backward and a plain SGD step beside them; the pairs' share of a FedTopo
+    local epoch is (batches per epoch) x (pairs of one batch) / (epoch).
     ``--quick`` times ``--quick-images`` images per client on the CPU and extrapolates
     linearly to 5 000.
 
@@ -98,6 +101,26 @@ def synthetic(n_train: int, n_test: int, shape: tuple, n_classes: int = 10,
 def sync(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
+
+
+def median_seconds(fn, device: str, repeats: int) -> float:
+    """Median seconds of ``repeats`` calls of ``fn`` after one untimed call, the device
+    synchronised before each reading of the clock."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        sync(device)
+        start = time.perf_counter()
+        fn()
+        sync(device)
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def host_cores() -> int:
+    """The cores this process may run on."""
+    return (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+            else os.cpu_count())
 
 
 def set_deterministic(on: bool, warn_only: bool = False) -> None:
@@ -227,7 +250,10 @@ def plain_torch_epoch(data: ImageDataset, device: str) -> float:
     return time.perf_counter() - start
 
 
-def part_c(device: str, n_images: int) -> dict:
+def part_c(device: str, n_images: int, backends: tuple[str, ...] = ("auto", "torch"),
+           progress=lambda out: None) -> dict:
+    """Part (c); ``progress(out)`` is called with the results so far after each method,
+    so that a run cut short keeps the methods it timed."""
     data = synthetic(n_images, 64, (3, 32, 32), seed=1)
     scale = CIFAR["images_per_client"] / n_images
     timed_fit("FedAvg", synthetic(64, 16, (3, 32, 32)), device, 1)  # warm-up (CUDA, numba)
@@ -235,7 +261,9 @@ def part_c(device: str, n_images: int) -> dict:
     out = {"device": device, "images_timed_per_client": n_images,
            "extrapolated": n_images != CIFAR["images_per_client"], "setting": CIFAR,
            "plain_torch_epoch_s": plain_torch_epoch(data, device) * scale}
-    for label, backend in (("FedAvg", None), ("FedTopo", "auto"), ("FedTopo", "torch")):
+    progress(out)
+    labels = {}
+    for label, backend in (("FedAvg", None), *(("FedTopo", b) for b in backends)):
         t1, t2 = (timed_fit(label, data, device, e, backend) for e in (1, 2))
         label = label if backend in (None, "auto") else f"{label} ({backend} persistence)"
         epoch = (t2 - t1) * scale
@@ -246,10 +274,18 @@ def part_c(device: str, n_images: int) -> dict:
                       "round_s": per_round,
                       "run_hours": {k: per_round * r / 3600
                                     for k, r in CIFAR["rounds"].items()}}
-    for label in ("FedTopo", "FedTopo (torch persistence)"):
-        out[label]["tal_cost_ratio"] = (out[label]["local_epoch_per_client_s"]
-                                        / out["FedAvg"]["local_epoch_per_client_s"])
-    out["persistence_of_one_batch"] = persistence_share(device)
+        if backend is not None:
+            labels[backend] = label
+            out[label]["tal_cost_ratio"] = epoch / out["FedAvg"]["local_epoch_per_client_s"]
+            out[label]["round_ratio"] = per_round / out["FedAvg"]["round_s"]
+        progress(out)
+    share = out["persistence_of_one_batch"] = persistence_share(device)
+    batches = -(-CIFAR["images_per_client"] // CIFAR["batch_size"])
+    for backend, key in (("auto", "pairs_numba_host_s"), ("numba", "pairs_numba_host_s"),
+                         ("torch", "pairs_torch_device_s")):
+        if backend in labels:  # the pairs' share of a FedTopo local epoch (TAL every step)
+            out[labels[backend]]["persistence_share_of_epoch"] = (
+                batches * share[key] / out[labels[backend]]["local_epoch_per_client_s"])
     return out
 
 
@@ -272,21 +308,19 @@ def persistence_share(device: str, repeats: int = 5) -> dict:
         maps = net.block_output(x, "layer2").flatten(0, 1)
 
     def timed(fn) -> float:
-        fn()
-        times = []
-        for _ in range(repeats):
-            sync(device)
-            start = time.perf_counter()
-            fn()
-            sync(device)
-            times.append(time.perf_counter() - start)
-        return float(np.median(times))
+        return median_seconds(fn, device, repeats)
 
     set_persistence_threads(None)  # every host core (numba's thread count, the default)
     steps = {b: tal_step_time(net, x, "layer2", repeats, backend=b) for b in ("numba", "torch")}
+    rows = [np.column_stack([np.asarray(m.cpu() if torch.is_tensor(m) else m),
+                             np.asarray(p.cpu() if torch.is_tensor(p) else p)])
+            for m, p in (batch_pairs(maps.cpu().numpy(), "numba"), pairs_torch(maps))]
+    host, on_device = (r[np.lexsort(r.T[::-1])] for r in rows)  # (map, dim, birth, death)
+    same = host.shape == on_device.shape and bool(np.array_equal(host, on_device))
     return {"maps": int(maps.shape[0]), "map_shape": list(maps.shape[1:]),
-            "host_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-            else os.cpu_count(),
+            # the device's pairs equal the host's, pixel for pixel (the same map order)
+            "pairs_torch_device_equal_numba_host": bool(same),
+            "host_cores": host_cores(),
             "sgd_step_s": steps["numba"]["ce_seconds"],
             # both with their input checks: batch_pairs's on the host, pairs_torch's on
             # the device
@@ -307,10 +341,16 @@ def main(argv=None) -> int:
     ap.add_argument("--n-train", type=int, default=2000, help="training images of (a), (b)")
     ap.add_argument("--quick-images", type=int, default=64,
                     help="images per client timed in --quick mode (then extrapolated)")
+    ap.add_argument("--persistence", default="auto,torch",
+                    help="FedTopo's persistence backends timed in part (c), in this order")
     args = ap.parse_args(argv)
-    parts = {p.strip() for p in args.parts.split(",") if p.strip()}
-    if not parts <= {"a", "b", "c"}:
+    parts = list(dict.fromkeys(p.strip() for p in args.parts.split(",") if p.strip()))
+    if not set(parts) <= {"a", "b", "c"}:
         ap.error(f"--parts takes a, b and c, got {args.parts!r}")
+    backends = tuple(dict.fromkeys(b.strip() for b in args.persistence.split(",")
+                                   if b.strip()))
+    if not backends or not set(backends) <= {"auto", "numba", "torch"}:
+        ap.error(f"--persistence takes auto, numba and torch, got {args.persistence!r}")
     cuda = torch.cuda.is_available()
     report = {"environment": environment(), "quick": args.quick, "parts": {}}
     data = synthetic(400 if args.quick else args.n_train, 200 if args.quick else 1000,
@@ -326,8 +366,10 @@ def main(argv=None) -> int:
     jobs = {"a": lambda: part_a(data, gpu), "b": lambda: part_b(data, seeds, gpu),
             "c": lambda: part_c("cuda" if cuda and not args.quick else "cpu",
                                 args.quick_images if args.quick or not cuda
-                                else CIFAR["images_per_client"])}
-    for part in sorted(parts):
+                                else CIFAR["images_per_client"], backends,
+                                progress=lambda out: (report["parts"].update(c=out),
+                                                      save()))}
+    for part in parts:  # in the order given
         start = time.perf_counter()
         try:
             report["parts"][part] = jobs[part]()
