@@ -298,9 +298,11 @@ class TopologicalEmbedding(TransformerMixin, BaseEstimator):
         detached maps are copied to the host now and their pairs computed in a
         background thread; the returned function waits for them and builds the
         embedding from ``activations`` (differentiable), the same tensor, bit for bit,
-        as :meth:`embed`. Meanwhile the caller can queue device work: FedTopo queues the
-        cross-entropy's backward pass on a GPU (:meth:`FedTopo._gradient`). Otherwise
-        (``backend="torch"``, or the compiled images) the embedding is computed now.
+        as :meth:`embed`. Meanwhile the caller can queue device work: on a CUDA device
+        FedTopo queues the cross-entropy's backward pass
+        (:meth:`topofl_lib.deep.learner.TorchLearner.gradient`'s ``deferred_loss``).
+        Otherwise (``backend="torch"``, or the compiled images) the embedding is
+        computed now.
 
         Parameters
         ----------
