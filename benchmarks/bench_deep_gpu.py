@@ -307,25 +307,22 @@ def persistence_share(device: str, repeats: int = 5) -> dict:
     with torch.no_grad():
         maps = net.block_output(x, "layer2").flatten(0, 1)
 
-    def timed(fn) -> float:
-        return median_seconds(fn, device, repeats)
-
     set_persistence_threads(None)  # every host core (numba's thread count, the default)
     steps = {b: tal_step_time(net, x, "layer2", repeats, backend=b) for b in ("numba", "torch")}
-    rows = [np.column_stack([np.asarray(m.cpu() if torch.is_tensor(m) else m),
-                             np.asarray(p.cpu() if torch.is_tensor(p) else p)])
-            for m, p in (batch_pairs(maps.cpu().numpy(), "numba"), pairs_torch(maps))]
+    rows = [np.column_stack(batch_pairs(maps.cpu().numpy(), "numba")),
+            np.column_stack([a.cpu().numpy() for a in pairs_torch(maps)])]
     host, on_device = (r[np.lexsort(r.T[::-1])] for r in rows)  # (map, dim, birth, death)
-    same = host.shape == on_device.shape and bool(np.array_equal(host, on_device))
     return {"maps": int(maps.shape[0]), "map_shape": list(maps.shape[1:]),
             # the device's pairs equal the host's, pixel for pixel (the same map order)
-            "pairs_torch_device_equal_numba_host": bool(same),
+            "pairs_torch_device_equal_numba_host": bool(np.array_equal(host, on_device)),
             "host_cores": host_cores(),
             "sgd_step_s": steps["numba"]["ce_seconds"],
             # both with their input checks: batch_pairs's on the host, pairs_torch's on
             # the device
-            "pairs_numba_host_s": timed(lambda: batch_pairs(maps.cpu().numpy(), "numba")),
-            "pairs_torch_device_s": timed(lambda: pairs_torch(maps)),
+            "pairs_numba_host_s": median_seconds(
+                lambda: batch_pairs(maps.cpu().numpy(), "numba"), device, repeats),
+            "pairs_torch_device_s": median_seconds(lambda: pairs_torch(maps), device,
+                                                   repeats),
             "te_step_numba_s": steps["numba"]["tal_seconds"],
             "te_step_torch_s": steps["torch"]["tal_seconds"]}
 

@@ -43,7 +43,6 @@ os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # before torch touc
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from topofl_lib.core.containers import Client, FederatedScenario
 from topofl_lib.deep import ImageDataset, TorchModel, deep_variants
 from topofl_lib.deep.models import make_model
 from topofl_lib.federated import make_method
@@ -53,7 +52,7 @@ from topofl_lib.topology.cubical_torch import pairs_torch
 from topofl_lib.topology.cubical_unionfind import pairs_batch, set_persistence_threads
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_deep_gpu import host_cores, median_seconds, sync  # noqa: E402
+from bench_deep_gpu import host_cores, median_seconds, one_client, sync  # noqa: E402
 
 BLOCK = "layer2"
 
@@ -184,20 +183,18 @@ def engine_steps(device: str, repeats: int) -> dict:
             "deferred_gradient_identical": same}
 
 
-def synthetic(n: int, seed: int = 1) -> ImageDataset:
+def noise_images(n: int, seed: int = 1) -> ImageDataset:
+    """``n`` CIFAR-shaped images of standard normal noise, ten balanced labels."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 3 * 32 * 32)).astype(np.float32)
     y = (np.arange(n) % 10).astype(np.int64)
     return ImageDataset("synthetic", X, y, X[:64], y[:64], (3, 32, 32), 10)
 
 
-def fedtopo_fit(device: str, n_images: int, tal: bool = True):
-    """A fitted-on-call closure: one round, one local epoch of one client."""
-    data = synthetic(n_images)
-    sc = FederatedScenario("one-client", [Client(data.X_train, data.y_train, data.X_test,
-                                                 data.y_test, n_classes=10)],
-                           {"image_shape": data.image_shape})
-    label = "FedTopo" if tal else "FedAvg"
+def one_epoch_fit(label: str, device: str, n_images: int):
+    """A closure fitting ``label`` (FedAvg or FedTopo) for one round of one local epoch
+    of one client."""
+    sc = one_client(noise_images(n_images))
     method, params = deep_variants([label], architecture="resnet18_cifar", local_epochs=1,
                                    fedtopo={"block": BLOCK})[label]
     params["model"] = params["model"].set_params(device=device)
@@ -205,8 +202,7 @@ def fedtopo_fit(device: str, n_images: int, tal: bool = True):
 
 
 def profiles(device: str, out_dir: Path, n_images: int) -> dict:
-    fits = {"FedAvg": fedtopo_fit(device, n_images, tal=False),
-            "FedTopo": fedtopo_fit(device, n_images)}
+    fits = {label: one_epoch_fit(label, device, n_images) for label in ("FedAvg", "FedTopo")}
     seconds = {}
     for label, fit in fits.items():
         fit()  # warm-up: CUDA, cuDNN, numba

@@ -378,8 +378,9 @@ def test_deferred_embedding_equals_embed_and_raises_at_once():
         (g_now,) = torch.autograd.grad(now.square().sum(), a)
         (g_later,) = torch.autograd.grad(te.embed_deferred(a)().square().sum(), a)
         assert torch.equal(g_now, g_later), kw
-    with pytest.raises(ValueError, match="NaN or infinite"):
-        te.embed_deferred(a.detach() * float("nan"))
+    for kw in ({}, {"image_backend": "numba"}):  # the pairs in a thread, and at once
+        with pytest.raises(ValueError, match="NaN or infinite"):
+            TopologicalEmbedding(**kw).fit(a.detach()).embed_deferred(a.detach() * float("nan"))
     with pytest.raises(ValueError, match="not fitted"):
         TopologicalEmbedding().embed_deferred(a)
 
